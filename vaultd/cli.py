@@ -1,0 +1,154 @@
+"""`vaultd`: run the daemon, build the index once, show what a file parses to.
+
+One error boundary (`main`): configuration errors exit 2, a daemon that cannot
+start because another one holds the socket or index exits 3, other vaultd
+errors exit 1. Tracebacks only at --log-level debug.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from .config import Config, default_config_path
+from .errors import ConfigError, IndexLocked, SocketInUse, VaultdError
+
+EXIT_CONFIG = 2
+EXIT_UNAVAILABLE = 3
+
+_common = [
+    click.option("--config", "config_path", type=click.Path(dir_okay=False), help="TOML config file [VAULTD_CONFIG]."),
+    click.option("--vault", type=click.Path(file_okay=False), help="The vault folder [VAULTD_VAULT]."),
+    click.option("--state-dir", type=click.Path(file_okay=False), help="Where the index lives [VAULTD_STATE_DIR]."),
+    click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), help="Log verbosity."),
+]
+
+
+def common(f):
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+def load_config(config_path, **flags) -> Config:
+    path = Path(config_path) if config_path else default_config_path()
+    cfg = Config.from_file(path).with_overrides(**flags)
+    try:
+        return cfg.load()
+    except ConfigError as e:
+        e.path = e.path or (str(path) if path else None)
+        raise
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper()),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+        stream=sys.stderr,
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vaultd")
+def cli():
+    """vaultd keeps a live index of a Denote/Org/Markdown vault and answers `vaultq`."""
+
+
+@cli.command()
+@common
+@click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
+def run(config_path, vault, state_dir, log_level, socket):
+    """Run the daemon in the foreground (systemd: Type=notify)."""
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket)
+    setup_logging(cfg.log_level)
+    from .server import Server
+
+    vaultq = Path(sys.executable).with_name("vaultq")
+    logging.getLogger("vaultd").info(
+        "starting on %s; once it serves, try: %s --socket %s search WORD",
+        cfg.vault, vaultq if vaultq.exists() else "vaultq", cfg.socket,
+    )
+    Server(cfg).run()
+
+
+@cli.command()
+@common
+def index(config_path, vault, state_dir, log_level):
+    """Build or update the index once, with a progress bar, and exit."""
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level or "warning")
+    setup_logging(cfg.log_level)
+    from .vault import Vault
+
+    v = Vault(cfg)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
+            bar.__enter__()
+        bar.update(1)
+
+    try:
+        up, gone = v.reconcile(progress=progress)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+        v.close()
+    click.echo(f"{len(v.notes)} notes indexed ({up} parsed, {gone} removed) in {cfg.state_dir}")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the Note as JSON.")
+@click.option("--body/--no-body", default=False, help="Include the searchable body.")
+def parse(file, as_json, body):
+    """Show the Note vaultd sees in one FILE (no daemon needed)."""
+    import msgspec
+
+    from .parse import parse_file
+
+    p = Path(file)
+    note = parse_file(p.name, p.read_bytes(), mtime_ns=p.stat().st_mtime_ns)
+    if not body:
+        note = msgspec.structs.replace(note, body="")
+    if as_json:
+        click.echo(msgspec.json.format(msgspec.json.encode(note)).decode())
+        return
+    click.echo(f"title:    {note.title}")
+    for key in ("id", "signature", "date"):
+        if getattr(note, key):
+            click.echo(f"{key + ':':<9} {getattr(note, key)}")
+    for key in ("tags", "aliases", "uuids"):
+        if getattr(note, key):
+            click.echo(f"{key + ':':<9} {', '.join(getattr(note, key))}")
+    for h in note.headings:
+        click.echo(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor})")
+    for pr in note.problems:
+        click.echo(f"problem:  {pr}")
+    if body:
+        click.echo(note.body)
+
+
+def main(argv=None) -> None:
+    try:
+        cli.main(args=argv, prog_name="vaultd", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_CONFIG if isinstance(e, click.UsageError) else 1)
+    except ConfigError as e:
+        click.echo(f"vaultd: configuration error: {e}", err=True)
+        sys.exit(EXIT_CONFIG)
+    except (SocketInUse, IndexLocked) as e:
+        click.echo(f"vaultd: {e}", err=True)
+        sys.exit(EXIT_UNAVAILABLE)
+    except VaultdError as e:
+        logging.getLogger("vaultd").debug("error", exc_info=True)
+        click.echo(f"vaultd: {e}", err=True)
+        sys.exit(1)

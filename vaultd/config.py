@@ -1,0 +1,142 @@
+"""Configuration: one typed object decoded from TOML. Every default lives here.
+
+`config.example.toml` lists every key with its default; a test proves the two
+agree. Paths left empty are derived in `Config.load()` from the vault path and
+the XDG directories, with `VAULTD_*` environment overrides (one helper each).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from .errors import ConfigError, explain_validation
+from .paths import runtime_dir, vault_name, xdg_dir
+
+# sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class Watch(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    debounce_ms: int = 300
+    """A path is flushed after this much quiet..."""
+    max_delay_ms: int = 2000
+    """...or at the latest this long after its first event."""
+    extensions: list[str] = msgspec.field(default_factory=lambda: [".md", ".org"])
+    ignore_dirs: list[str] = msgspec.field(
+        default_factory=lambda: [".git", ".obsidian", ".trash", ".stversions", "node_modules"]
+    )
+
+
+class Index(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    heap_mb: int = 64
+    """Tantivy writer heap, shared by its threads (at least 15 MB per thread)."""
+    max_file_mb: int = 20
+    """Text past this many MB of a file is not indexed (the note is, with a problem noted)."""
+
+
+class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    limit: int = 10
+    title_boost: float = 3.0
+    heading_boost: float = 2.0
+    tag_boost: float = 2.0
+    path_boost: float = 1.5
+    body_boost: float = 1.0
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    vault: str = ""
+    """The vault folder. Required here, with --vault, or in VAULTD_VAULT."""
+    state_dir: str = ""
+    """Index and state; default $XDG_STATE_HOME/vaultd/<vault-name>/."""
+    socket: str = ""
+    """Default $XDG_RUNTIME_DIR/vaultd/<vault-name>.sock."""
+    log_level: str = "info"
+    watch: Watch = msgspec.field(default_factory=Watch)
+    index: Index = msgspec.field(default_factory=Index)
+    search: Search = msgspec.field(default_factory=Search)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike | None) -> "Config":
+        """Decode a TOML file (or return defaults when `path` is None)."""
+        if path is None:
+            return cls()
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise ConfigError(f"cannot read config: {e.strerror}", str(path)) from None
+        try:
+            return msgspec.toml.decode(data, type=cls)
+        except msgspec.ValidationError as e:
+            raise ConfigError(explain_validation(str(e)), str(path)) from None
+        except msgspec.DecodeError as e:
+            raise ConfigError(f"not valid TOML: {e}", str(path)) from None
+
+    def with_overrides(self, **flags) -> "Config":
+        """Return a copy with command-line flags (those not None) applied."""
+        top = {k: v for k, v in flags.items() if v is not None}
+        return msgspec.structs.replace(self, **top) if top else self
+
+    def load(self) -> "Config":
+        """Fill in derived paths and check every value; raises ConfigError."""
+        vault_s = self.vault or _default_vault()
+        if not vault_s:
+            raise ConfigError("no vault given: pass --vault DIR, set `vault` in the config, or VAULTD_VAULT")
+        vault = Path(vault_s).expanduser().resolve()
+        if not vault.is_dir():
+            raise ConfigError(f"vault {vault} is not a folder")
+        if self.log_level.lower() not in LOG_LEVELS:
+            raise ConfigError(f"log_level: expected one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        w, i = self.watch, self.index
+        for key, val, lo in (
+            ("watch.debounce_ms", w.debounce_ms, 0),
+            ("watch.max_delay_ms", w.max_delay_ms, 1),
+            ("index.heap_mb", i.heap_mb, 15),
+            ("index.max_file_mb", i.max_file_mb, 1),
+            ("search.limit", self.search.limit, 1),
+        ):
+            if val < lo:
+                raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")
+        for ext in w.extensions:
+            if not ext.startswith("."):
+                raise ConfigError(f"watch.extensions: expected names like '.md', got {ext!r}")
+
+        name = vault_name(vault)
+        state = Path(self.state_dir or _default_state_dir() or xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd" / name)
+        state = state.expanduser().resolve()
+        if state == vault or vault in state.parents:
+            raise ConfigError(f"state_dir {state} is inside the vault; vaultd never writes there")
+        sock = Path(self.socket or _default_socket() or runtime_dir() / f"{name}.sock").expanduser().absolute()
+        if len(os.fsencode(sock)) > MAX_SOCKET_PATH:
+            raise ConfigError(
+                f"socket path {sock} is {len(os.fsencode(sock))} bytes; a Unix socket path "
+                f"must be at most {MAX_SOCKET_PATH}: choose a shorter one with --socket"
+            )
+        return msgspec.structs.replace(
+            self, vault=str(vault), state_dir=str(state), socket=str(sock), log_level=self.log_level.lower()
+        )
+
+
+def _default_vault() -> str:
+    return os.environ.get("VAULTD_VAULT", "")
+
+
+def _default_state_dir() -> str:
+    return os.environ.get("VAULTD_STATE_DIR", "")
+
+
+def _default_socket() -> str:
+    return os.environ.get("VAULTD_SOCKET", "")
+
+
+def default_config_path() -> Path | None:
+    """VAULTD_CONFIG, else $XDG_CONFIG_HOME/vaultd/config.toml when it exists."""
+    env = os.environ.get("VAULTD_CONFIG")
+    if env:
+        return Path(env)
+    p = xdg_dir("XDG_CONFIG_HOME", ".config") / "vaultd" / "config.toml"
+    return p if p.is_file() else None

@@ -1,0 +1,69 @@
+"""Exceptions raised by the vaultd library. Each carries what went wrong and where.
+
+The library never prints; the executables (cli.py, vaultq.py) turn these into
+messages and exit codes.
+"""
+
+
+class VaultdError(Exception):
+    """Base of every error vaultd raises on purpose."""
+
+
+class ConfigError(VaultdError):
+    """The configuration file or a flag has a bad key or value."""
+
+    def __init__(self, reason: str, path: str | None = None):
+        self.reason = reason
+        self.path = path
+        super().__init__(reason)
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        return f"{where}{self.reason}"
+
+
+class VaultError(VaultdError):
+    """The vault or the state dir cannot be used (missing, not a folder, unwritable)."""
+
+
+class IndexLocked(VaultdError):
+    """Another process holds the index writer lock (usually a running vaultd)."""
+
+
+class SocketInUse(VaultdError):
+    """A live daemon already listens on the socket."""
+
+    def __init__(self, path: str, pid: int | None):
+        self.path = path
+        self.pid = pid
+        holder = f"vaultd process {pid}" if pid else "another process"
+        super().__init__(f"socket {path} is in use by {holder}")
+
+
+class QueryError(VaultdError):
+    """A query or request that cannot be answered as asked (bad argument)."""
+
+
+class ProtocolError(VaultdError):
+    """A request line that is not valid JSON or not a valid request."""
+
+
+class DaemonUnavailable(VaultdError):
+    """No daemon answers on the socket."""
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"vaultd is not running on {path} ({reason}).\n"
+            "Start it with `vaultd run --vault PATH` (or `make run`), "
+            "or `systemctl --user start vaultd`."
+        )
+
+
+def explain_validation(msg: str) -> str:
+    """msgspec says "Expected `int`, got `str` - at `$.watch.debounce_ms`"; name the key first."""
+    if " - at `$." in msg:
+        what, _, where = msg.partition(" - at `$.")
+        return f"{where.rstrip('`')}: {what[0].lower()}{what[1:]}"
+    return msg

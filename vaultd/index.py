@@ -1,0 +1,167 @@
+"""The Tantivy index: a versioned schema, batched upserts and deletes, one commit per batch.
+
+One document per note. Text is indexed twice where the language needs it: an
+English-stemmed field and a bigram field fed only Hangul/Han/Kana runs (see
+LIBRARY-NOTES: the default tokenizer misses `가치관이` -> `가치관`). Bodies are
+not stored: snippets are cut from the file itself, so line and column always
+match what an editor opens. Each document stores the note's metadata (title,
+tags, headings, links, file facts) as msgpack, so the daemon's in-memory table
+and the link graph are rebuilt from the index at start.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import msgspec
+import tantivy
+
+from .errors import IndexLocked
+from .note import Note
+
+logger = logging.getLogger("vaultd.index")
+
+SCHEMA_VERSION = 1
+"""Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
+
+CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+_meta_encoder = msgspec.msgpack.Encoder()
+_meta_decoder = msgspec.msgpack.Decoder(Note)
+
+
+def cjk_text(text: str) -> str:
+    """Only the Hangul/Han/Kana runs of `text`, space separated (what the bigram fields get)."""
+    return " ".join(CJK_RUN.findall(text))
+
+
+def _schema() -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    b.add_text_field("path", stored=True, tokenizer_name="raw")
+    b.add_text_field("id", stored=False, tokenizer_name="raw")
+    b.add_text_field("uuid", stored=False, tokenizer_name="raw")
+    b.add_text_field("tags", stored=False, tokenizer_name="tag")
+    for name in ("title", "headings", "folders", "body"):
+        b.add_text_field(name, stored=False, tokenizer_name="en_stem")
+        b.add_text_field(f"{name}_ko", stored=False, tokenizer_name="bigram", index_option="freq")
+    b.add_integer_field("mtime", stored=False, indexed=True, fast=True)
+    b.add_bytes_field("meta", stored=True)
+    return b.build()
+
+
+def _register(idx: tantivy.Index) -> None:
+    # Registration is not persisted: it must follow every open (LIBRARY-NOTES 1).
+    T, F = tantivy.Tokenizer, tantivy.Filter
+    idx.register_tokenizer("bigram", tantivy.TextAnalyzerBuilder(T.ngram(2, 2)).filter(F.lowercase()).build())
+    idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
+
+
+class NoteIndex:
+    """Owns the Tantivy index in `directory`; the only writer of it."""
+
+    def __init__(self, directory: str | Path, heap_mb: int = 64):
+        self.dir = Path(directory)
+        self.schema = _schema()
+        self.rebuilt = False
+        self._lock = threading.Lock()  # writer use is serialised; searches never wait on it
+        self.dir.mkdir(parents=True, exist_ok=True)
+        stamp = self.dir / "VERSION"
+        version = stamp.read_text().strip() if stamp.exists() else None
+        if version != str(SCHEMA_VERSION) and any(self.dir.iterdir()):
+            logger.warning("index at %s has schema version %s, want %s: rebuilding", self.dir, version, SCHEMA_VERSION)
+            self._wipe()
+        try:
+            self.index = tantivy.Index(self.schema, path=str(self.dir), reuse=True)
+        except ValueError as e:
+            logger.warning("index at %s cannot be opened (%s): rebuilding", self.dir, e)
+            self._wipe()
+            self.index = tantivy.Index(self.schema, path=str(self.dir), reuse=True)
+        _register(self.index)
+        stamp.write_text(f"{SCHEMA_VERSION}\n")
+        try:
+            self.writer = self.index.writer(heap_size=heap_mb << 20, num_threads=max(1, min(2, heap_mb // 15)))
+        except ValueError as e:
+            if "LockBusy" in str(e) or "lock" in str(e).lower():
+                raise IndexLocked(f"the index at {self.dir} is in use by another process (is vaultd running?)") from None
+            raise
+        self.writer.garbage_collect_files()  # orphans a killed commit left behind
+        self.index.reload()
+
+    def _wipe(self) -> None:
+        shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True)
+        self.rebuilt = True
+
+    def close(self) -> None:
+        with self._lock:
+            if self.writer is not None:
+                self.writer.wait_merging_threads()
+                self.writer = None
+
+    # -- reading ----------------------------------------------------------------
+
+    def searcher(self) -> tantivy.Searcher:
+        return self.index.searcher()
+
+    def load_notes(self) -> dict[str, Note]:
+        """Every indexed note's metadata (no body), by path."""
+        s = self.index.searcher()
+        n = s.num_docs
+        if not n:
+            return {}
+        out = {}
+        for _, addr in s.search(tantivy.Query.all_query(), limit=n, count=False).hits:
+            note = _meta_decoder.decode(s.doc(addr).get_first("meta"))
+            out[note.path] = note
+        return out
+
+    def search(self, query: tantivy.Query, limit: int) -> tuple[int, list[tuple[float, Note]]]:
+        """(total hits, the top `limit` as (score, note metadata)), from one searcher snapshot."""
+        s = self.index.searcher()
+        res = s.search(query, limit=limit, count=True)
+        return res.count, [(score, _meta_decoder.decode(s.doc(addr).get_first("meta"))) for score, addr in res.hits]
+
+    # -- writing ----------------------------------------------------------------
+
+    def apply(self, upserts: list[Note], deletes: list[str]) -> int:
+        """Delete then add, in one commit; readers see all of it or none. Returns the opstamp."""
+        with self._lock:
+            w = self.writer
+            for path in deletes:
+                w.delete_documents_by_term("path", path)
+            for note in upserts:
+                w.delete_documents_by_term("path", note.path)
+                w.add_document(self._document(note))
+            try:
+                stamp = w.commit()
+            except Exception:
+                w.rollback()
+                raise
+        self.index.reload()
+        return stamp
+
+    def _document(self, note: Note) -> tantivy.Document:
+        heads = "\n".join(h.text for h in note.headings)
+        folders = " ".join(note.path.split("/")[:-1])
+        title = " ".join([note.title, *note.aliases])
+        doc = tantivy.Document()
+        doc.add_text("path", note.path)
+        if note.id:
+            doc.add_text("id", note.id)
+        for u in note.uuids:
+            doc.add_text("uuid", u)
+        for t in note.tags:
+            doc.add_text("tags", t)
+        for field, text in (("title", title), ("headings", heads), ("folders", folders), ("body", note.body)):
+            if text:
+                doc.add_text(field, text)
+                ko = cjk_text(text)
+                if ko:
+                    doc.add_text(f"{field}_ko", ko)
+        doc.add_integer("mtime", note.mtime_ns // 1_000_000_000)
+        doc.add_bytes("meta", _meta_encoder.encode(msgspec.structs.replace(note, body="")))
+        return doc

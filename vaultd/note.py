@@ -1,0 +1,52 @@
+"""The values passed between stages: a parsed Note and its parts."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class Heading(msgspec.Struct, array_like=True):
+    level: int
+    text: str
+    line: int
+    """1-based line in the file."""
+    anchor: str
+
+
+class Link(msgspec.Struct, kw_only=True, omit_defaults=True):
+    line: int
+    col: int
+    """1-based line and column (in characters) where the link starts."""
+    raw: str
+    kind: str
+    """wiki, embed, md, file, id, denote, url."""
+    target: str
+    """What the link names, before resolution (a name, a relative path, an ID)."""
+    anchor: str = ""
+    """Heading, `^block` or custom-id the link points into, if any."""
+    label: str = ""
+
+
+class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
+    path: str
+    """Vault-relative, POSIX separators. The primary key."""
+    title: str
+    id: str | None = None
+    uuids: list[str] = []
+    tags: list[str] = []
+    aliases: list[str] = []
+    date: str | None = None
+    signature: str | None = None
+    headings: list[Heading] = []
+    links: list[Link] = []
+    body: str = ""
+    """Searchable text: markup removed, one output line per file line."""
+    problems: list[str] = []
+    """What could not be parsed; the note is indexed as far as it goes."""
+    mtime_ns: int = 0
+    size: int = 0
+    hash: str = ""
+
+
+NOTE_META_FIELDS = tuple(f for f in Note.__struct_fields__ if f != "body")
+"""Everything but the body: what the index stores per note and the daemon holds in memory."""

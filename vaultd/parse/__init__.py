@@ -1,0 +1,92 @@
+"""Parsing is pure: bytes in, Note out, and it never raises on content.
+
+A file that cannot be parsed fully is indexed as far as it goes and carries a
+`problems` list saying what was skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import PurePosixPath
+
+from ..note import Note
+from . import markdown, org
+from .common import dedupe
+from .denote import parse_name
+
+__all__ = ["parse_file", "decode"]
+
+
+def decode(data: bytes) -> tuple[str, list[str]]:
+    """UTF-8 text (BOM dropped, CRLF folded), with a problem noted where bytes were replaced."""
+    problems = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        problems.append(f"not valid UTF-8 (first bad byte at offset {e.start}); bad bytes replaced")
+        text = data.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        problems.append("NUL bytes replaced by spaces")
+        text = text.replace("\x00", " ")
+    return text, problems
+
+
+def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: int = 0) -> Note:
+    """Parse one file's bytes into a Note. `path` is vault-relative with POSIX separators."""
+    problems: list[str] = []
+    size = len(data)
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if size > max_bytes:
+        cut = data.rfind(b"\n", 0, max_bytes) + 1 or max_bytes
+        data = data[:cut]
+        problems.append(f"file is {size / 2**20:.1f} MB; only the first {max_bytes / 2**20:.0f} MB are indexed")
+    text, decode_problems = decode(data)
+    problems += decode_problems
+
+    p = PurePosixPath(path)
+    dn = parse_name(p.stem)
+    note = Note(path=path, title=p.stem, mtime_ns=mtime_ns, size=size, hash=digest)
+    tags: list[str] = list(dn.keywords) if dn else []
+    title = None
+    date = dn.date if dn else None
+    ident = dn.id if dn else None
+
+    if p.suffix.lower() == ".org":
+        f = org.parse(text)
+        problems += f.problems
+        kw = f.keywords
+        title = kw.get("title") or None
+        tags += org.filetags(kw.get("filetags"))
+        date = kw.get("date") or date
+        ident = kw.get("identifier") or ident
+        note.uuids = f.uuids
+        note.headings = f.headings
+        body = text
+    else:
+        f = markdown.parse(text)
+        problems += f.problems
+        meta = f.meta
+        title = markdown.meta_str(meta.get("title"))
+        tags += markdown.meta_tags(meta) + f.tags
+        date = markdown.meta_str(meta.get("date")) or date
+        ident = markdown.meta_str(meta.get("identifier")) or ident
+        fm_id = markdown.meta_str(meta.get("id"))
+        if fm_id:
+            note.uuids = [fm_id]
+        note.aliases = markdown.meta_aliases(meta)
+        note.headings = f.headings
+        # Front matter lines are blanked, not dropped, so body lines stay file lines.
+        body = "\n" * f.fm_lines + "\n".join(text.split("\n")[f.fm_lines :]) if f.fm_lines else text
+
+    note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else p.stem)
+    note.id = ident
+    note.signature = dn.signature if dn else None
+    note.date = date
+    note.tags = dedupe(t.lower() for t in tags)
+    note.body = body
+    note.problems = problems
+    return note

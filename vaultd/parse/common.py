@@ -1,0 +1,36 @@
+"""Helpers shared by the Org and Markdown parsers."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
+
+
+def github_slug(text: str) -> str:
+    """GitHub's heading anchor: lower-case, punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFC", text).strip().lower()
+    return _SLUG_DROP.sub("", text).replace(" ", "-")
+
+
+def split_tags(value) -> list[str]:
+    """Front matter tags as a list or a string ("a, b", "#a #b"), cleaned."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        items = re.split(r"[,\s]+", value)
+    elif isinstance(value, (list, tuple, set)):
+        items = []
+        for v in value:
+            items.extend(split_tags(v) if isinstance(v, str) else [str(v)])
+    else:
+        items = [str(value)]
+    return [t.lstrip("#").strip() for t in items if t and t.lstrip("#").strip()]
+
+
+def dedupe(items) -> list[str]:
+    seen: dict[str, None] = {}
+    for it in items:
+        seen.setdefault(it, None)
+    return list(seen)

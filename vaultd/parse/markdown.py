@@ -1,0 +1,94 @@
+"""Obsidian-flavoured Markdown: YAML front matter (python-frontmatter), ATX headings,
+inline #tags outside code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import frontmatter
+
+from ..note import Heading
+from .common import dedupe, github_slug, split_tags
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
+_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d_][\w/-]*)")
+
+
+def split_front_matter(lines: list[str]) -> int:
+    """Number of lines the front matter block takes (0 when there is none)."""
+    if not lines or lines[0].rstrip() != "---":
+        return 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            return i + 1
+    return 0
+
+
+class MarkdownFacts:
+    __slots__ = ("meta", "fm_lines", "headings", "tags", "first_heading", "problems")
+
+
+def parse(text: str) -> MarkdownFacts:
+    lines = text.split("\n")
+    out = MarkdownFacts()
+    out.problems = []
+    out.fm_lines = split_front_matter(lines)
+    out.meta = {}
+    if out.fm_lines:
+        try:
+            meta, _ = frontmatter.parse("\n".join(lines[: out.fm_lines]) + "\n")
+            out.meta = meta if isinstance(meta, dict) else {}
+        except Exception as e:  # yaml errors, bad dates, anything: the body still counts
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            out.problems.append(f"front matter ignored: {first}")
+    out.headings = []
+    tags: list[str] = []
+    fence = None
+    for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
+        m = _FENCE.match(line)
+        if m:
+            mark = m.group(1)
+            if fence is None:
+                fence = mark[0] * len(mark)
+            elif mark.startswith(fence):
+                fence = None
+            continue
+        if fence is not None or line.startswith(("    ", "\t")):
+            continue
+        h = _ATX.match(line)
+        if h:
+            text_ = h.group(2).strip()
+            out.headings.append(Heading(len(h.group(1)), text_, n, github_slug(text_)))
+            continue
+        if "#" in line:
+            tags.extend(_TAG.findall(_INLINE_CODE.sub("", line)))
+    out.tags = dedupe(tags)
+    out.first_heading = next((h.text for h in out.headings if h.level == 1), None)
+    return out
+
+
+def meta_str(value) -> str | None:
+    """A front matter scalar as text (dates in ISO form)."""
+    if value is None:
+        return None
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, (list, dict)):
+        return None
+    return str(value).strip() or None
+
+
+def meta_tags(meta: dict) -> list[str]:
+    return split_tags(meta.get("tags")) + split_tags(meta.get("keywords"))
+
+
+def meta_aliases(meta: dict) -> list[str]:
+    val = meta.get("aliases", meta.get("alias"))
+    if isinstance(val, str):
+        return [a.strip() for a in val.split(",") if a.strip()]
+    if isinstance(val, (list, tuple)):
+        return [str(a).strip() for a in val if a is not None and str(a).strip()]
+    return []

@@ -1,0 +1,97 @@
+"""The wire protocol: one JSON object per line each way, validated with msgspec.
+
+    -> {"v":1, "id":7, "op":"search", "q":"memory tier", "limit":10}
+    <- {"id":7, "ok":true, "result":{...}}
+    <- {"id":7, "ok":false, "error":{"code":"bad_request", "message":"..."}}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+import msgspec
+
+from .errors import explain_validation
+
+PROTOCOL_VERSION = 1
+MAX_LINE = 1 << 20
+"""Longest request line accepted, in bytes."""
+
+Id = Union[int, str, None]
+
+
+class Request(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_only=True):
+    v: int = PROTOCOL_VERSION
+    id: Id = None
+
+
+class Ping(Request, tag="ping"):
+    pass
+
+
+class Status(Request, tag="status"):
+    pass
+
+
+class Search(Request, tag="search"):
+    q: Annotated[str, msgspec.Meta(max_length=4096)]
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
+
+
+REQUESTS = (Ping, Status, Search)
+OPS = tuple(r.__struct_config__.tag for r in REQUESTS)
+_decoder = msgspec.json.Decoder(Union[REQUESTS])  # type: ignore[valid-type]
+_encoder = msgspec.json.Encoder()
+
+
+class _Envelope(msgspec.Struct):
+    id: Id = None
+    op: object = None
+    v: object = None
+
+
+class BadRequest(Exception):
+    """A line that is not a valid request; carries the error code and the request id if any."""
+
+    def __init__(self, code: str, message: str, id: Id = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+
+
+def decode_request(line: bytes) -> Request:
+    """Decode one request line, or raise BadRequest with a message a person can act on."""
+    try:
+        req = _decoder.decode(line)
+    except msgspec.DecodeError as e:
+        env = _envelope(line)
+        if env is None:
+            raise BadRequest("bad_json", f"not a JSON object: {e}") from None
+        if not isinstance(env.op, str):
+            raise BadRequest("bad_request", "missing \"op\": expected one of " + ", ".join(OPS), _id(env)) from None
+        if env.op not in OPS:
+            raise BadRequest("unknown_op", f"unknown op {env.op!r}: expected one of {', '.join(OPS)}", _id(env)) from None
+        raise BadRequest("bad_request", explain_validation(str(e)), _id(env)) from None
+    if req.v != PROTOCOL_VERSION:
+        raise BadRequest("bad_version", f"protocol version {req.v} is not supported (this daemon speaks {PROTOCOL_VERSION})", req.id)
+    return req
+
+
+def _envelope(line: bytes) -> _Envelope | None:
+    try:
+        return msgspec.json.decode(line, type=_Envelope)
+    except msgspec.DecodeError:
+        return None
+
+
+def _id(env: _Envelope) -> Id:
+    return env.id if isinstance(env.id, (int, str)) else None
+
+
+def ok(id: Id, result) -> bytes:
+    return _encoder.encode({"id": id, "ok": True, "result": result}) + b"\n"
+
+
+def error(id: Id, code: str, message: str) -> bytes:
+    return _encoder.encode({"id": id, "ok": False, "error": {"code": code, "message": message}}) + b"\n"

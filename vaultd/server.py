@@ -1,0 +1,261 @@
+"""The daemon: startup -> main loop -> shutdown.
+
+Threads: one accepts connections (one thread per client), the watchdog observer
+feeds the debouncer, and one indexer thread applies batches (the only writer).
+The main thread waits for SIGTERM/SIGINT. systemd hears READY=1 once the index is
+open and the socket listens, STOPPING=1 on the way out.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import socket
+import stat
+import threading
+from contextlib import suppress
+from pathlib import Path
+
+from . import __version__, protocol
+from .config import Config
+from .errors import SocketInUse, VaultError
+from .vault import Vault
+from .watcher import RESCAN, Debouncer, Watcher
+
+logger = logging.getLogger("vaultd.server")
+
+
+def sd_notify(message: str) -> None:
+    """The few lines of systemd's notify protocol: one datagram to $NOTIFY_SOCKET."""
+    addr = os.environ.get("NOTIFY_SOCKET")
+    if not addr:
+        return
+    if addr.startswith("@"):
+        addr = "\0" + addr[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
+            s.connect(addr)
+            s.sendall(message.encode())
+    except OSError as e:
+        logger.warning("sd_notify(%s) failed: %s", message, e)
+
+
+class SocketLock:
+    """An flock on `<socket>.lock`, held for the daemon's life: whoever holds it owns the
+    socket path, so a socket file found without it is stale and may be replaced."""
+
+    def __init__(self, sock: Path):
+        self.path = sock.with_name(sock.name + ".lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise SocketInUse(str(self.path.with_suffix("")), int(pid) if pid.isdigit() else None) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with suppress(OSError):
+                os.unlink(self.path)
+            os.close(self.fd)
+            self.fd = None
+
+
+def _prepare_dir(d: Path) -> None:
+    """Create the socket's folder 0700; refuse one that other users could write into."""
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = d.stat()
+    if st.st_uid != os.getuid():
+        raise VaultError(f"socket folder {d} belongs to another user")
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        raise VaultError(f"socket folder {d} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+class Server:
+    def __init__(self, config: Config):
+        self.config = config
+        self.socket_path = Path(config.socket)
+        self.should_exit = threading.Event()
+        self.vault: Vault | None = None
+        self.debouncer = Debouncer(config.watch.debounce_ms / 1000, config.watch.max_delay_ms / 1000)
+        self._listener: socket.socket | None = None
+        self._lock = SocketLock(self.socket_path)
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until SIGTERM/SIGINT. Raises VaultdError when it cannot start."""
+        old = {s: signal.signal(s, self._handle_exit) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.startup()
+            try:
+                while not self.should_exit.wait(0.5):
+                    pass
+            finally:
+                self.shutdown()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    def _handle_exit(self, signum, frame) -> None:
+        if self.should_exit.is_set() and signum == signal.SIGINT:
+            logger.warning("second interrupt: exiting now")
+            os._exit(1)
+        logger.info("received %s, shutting down", signal.Signals(signum).name)
+        self.should_exit.set()
+
+    def startup(self) -> None:
+        _prepare_dir(self.socket_path.parent)
+        self._lock.acquire()
+        try:
+            self.vault = Vault(self.config)
+            with suppress(FileNotFoundError):
+                os.unlink(self.socket_path)  # stale: its owner no longer holds the lock
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            old_umask = os.umask(0o177)
+            try:
+                listener.bind(str(self.socket_path))
+            finally:
+                os.umask(old_umask)
+            os.chmod(self.socket_path, 0o600)
+            listener.listen(64)
+            listener.settimeout(0.5)
+            self._listener = listener
+        except BaseException:
+            if self.vault is not None:
+                self.vault.close()
+            self._lock.release()
+            raise
+        self.watcher = Watcher(self.vault.root, self.vault.accept, self.debouncer)
+        self.watcher.start()  # before the reconcile scan, so nothing slips between them
+        self._spawn(self._accept_loop, "accept")
+        self._spawn(self._index_loop, "indexer")
+        logger.info(
+            "vaultd %s serving %s on %s (pid %d, %d notes in the index)",
+            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes),
+        )
+        sd_notify("READY=1\nSTATUS=serving")
+
+    def shutdown(self) -> None:
+        sd_notify("STOPPING=1")
+        self.should_exit.set()
+        self.debouncer.wake()
+        if self._listener is not None:
+            self._listener.close()
+        with suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        self.watcher.stop()
+        for t in self._threads:
+            t.join(timeout=30)
+        if self.vault is not None:
+            self.vault.close()
+        self._lock.release()
+        logger.info("stopped")
+
+    def _spawn(self, target, name: str, *args) -> threading.Thread:
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        t.start()
+        if name in ("accept", "indexer"):
+            self._threads.append(t)
+        return t
+
+    # -- indexing ---------------------------------------------------------------
+
+    def _index_loop(self) -> None:
+        vault = self.vault
+        self._guard(vault.reconcile)
+        while not self.should_exit.is_set():
+            batch = self.debouncer.take(self.should_exit)
+            if not batch:
+                continue
+            if RESCAN in batch:
+                batch.remove(RESCAN)
+                logger.warning("events were lost: reconciling the whole vault")
+                self._guard(vault.reconcile)
+            if batch:
+                self._guard(vault.apply, batch)
+            self.debouncer.done()
+
+    def _guard(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a failed batch must not stop the indexer; the next event retries
+            logger.exception("indexing failed")
+
+    # -- serving ----------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self.should_exit.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self.should_exit.is_set():
+                    return
+                logger.exception("accept failed")
+                continue
+            self._spawn(self._serve_client, "client", conn)
+
+    def _serve_client(self, conn: socket.socket) -> None:
+        conn.settimeout(None)
+        with conn, conn.makefile("rb") as rfile:
+            while not self.should_exit.is_set():
+                try:
+                    line = rfile.readline(protocol.MAX_LINE + 1)
+                except OSError:
+                    return
+                if not line:
+                    return
+                if len(line) > protocol.MAX_LINE and not line.endswith(b"\n"):
+                    self._send(conn, protocol.error(None, "too_large", f"request line over {protocol.MAX_LINE} bytes"))
+                    return
+                if not line.strip():
+                    continue
+                if not self._send(conn, self.handle(line)):
+                    return
+
+    @staticmethod
+    def _send(conn: socket.socket, data: bytes) -> bool:
+        try:
+            conn.sendall(data)
+            return True
+        except OSError:
+            return False
+
+    def handle(self, line: bytes) -> bytes:
+        """One request line in, one response line out. Never raises."""
+        try:
+            req = protocol.decode_request(line)
+        except protocol.BadRequest as e:
+            return protocol.error(e.id, e.code, e.message)
+        try:
+            return protocol.ok(req.id, self._dispatch(req))
+        except Exception as e:
+            logger.exception("request %r failed", req)
+            return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
+
+    def _dispatch(self, req: protocol.Request):
+        v = self.vault
+        if isinstance(req, protocol.Search):
+            return v.search(req.q, req.limit)
+        if isinstance(req, protocol.Status):
+            return {
+                **v.status(),
+                "pid": os.getpid(),
+                "socket": str(self.socket_path),
+                "pending": max(self.debouncer.pending, v.in_flight),
+            }
+        if isinstance(req, protocol.Ping):
+            return {"pong": True, "version": __version__}
+        raise AssertionError(f"no handler for {type(req).__name__}")

@@ -1,0 +1,181 @@
+"""Vault: the facade every caller uses. It owns the index and the in-memory note table,
+turns dirty paths into one index commit, and answers queries."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import msgspec
+
+from . import __version__
+from .config import Config
+from .filters import NoteFilter
+from .index import NoteIndex
+from .note import Note
+from .parse import decode, parse_file
+from .ranking import plan
+from .snippets import best_lines, matcher
+
+logger = logging.getLogger("vaultd.vault")
+
+Progress = Callable[[int, int], None]
+"""progress(done, total): injected by the caller; the library never prints."""
+
+
+class Vault:
+    def __init__(self, config: Config):
+        self.config = config
+        self.root = Path(config.vault)
+        self.state_dir = Path(config.state_dir)
+        self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
+        self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
+        self.notes: dict[str, Note] = self.index.load_notes()
+        self.generation = 0
+        self.parsed = 0
+        """Files read and parsed since start (restarts re-parse only what changed)."""
+        self.in_flight = 0
+        """Paths of the batch being applied now (part of `pending`)."""
+        self.started = time.time()
+        self.reconciled = False
+        self._apply_lock = threading.Lock()
+
+    def close(self) -> None:
+        self.index.close()
+
+    # -- change -----------------------------------------------------------------
+
+    def reconcile(self, progress: Progress | None = None) -> tuple[int, int]:
+        """Bring the index in line with the vault by a stat scan. Returns (upserted, deleted)."""
+        on_disk = dict(self.accept.walk(self.root))
+        changed = [
+            rel
+            for rel, st in on_disk.items()
+            if (n := self.notes.get(rel)) is None or n.mtime_ns != st.st_mtime_ns or n.size != st.st_size
+        ]
+        gone = [rel for rel in self.notes if rel not in on_disk]
+        logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
+        result = self.apply(changed + gone, progress=progress)
+        self.reconciled = True
+        return result
+
+    def apply(self, paths: Iterable[str], progress: Progress | None = None) -> tuple[int, int]:
+        """Re-read every dirty path (a file, or a folder when it ends in '/') and commit the
+        result as one batch. Returns (upserted, deleted)."""
+        paths = list(dict.fromkeys(paths))
+        with self._apply_lock:
+            self.in_flight = len(paths)
+            try:
+                return self._apply(paths, progress)
+            finally:
+                self.in_flight = 0
+
+    def _apply(self, paths: list[str], progress: Progress | None) -> tuple[int, int]:
+        files: dict[str, os.stat_result | None] = {}
+        for rel in paths:
+            if rel.endswith("/"):
+                folder = rel.rstrip("/")
+                prefix = folder + "/"
+                files.update({p: None for p in self.notes if p.startswith(prefix)})
+                if os.path.isdir(self.root / folder) and not os.path.islink(self.root / folder):
+                    files.update(self.accept.walk(self.root, folder))
+            elif rel not in files:
+                files[rel] = None
+        upserts: list[Note] = []
+        deletes: list[str] = []
+        max_bytes = self.config.index.max_file_mb << 20
+        for done, (rel, st) in enumerate(files.items(), 1):
+            if progress:
+                progress(done, len(files))
+            note = self._read(rel, st, max_bytes)
+            if note is None:
+                if rel in self.notes:
+                    deletes.append(rel)
+            elif note is not False:
+                upserts.append(note)
+        if not upserts and not deletes:
+            return 0, 0
+        self.index.apply(upserts, deletes)
+        for rel in deletes:
+            self.notes.pop(rel, None)
+        for note in upserts:
+            self.notes[note.path] = msgspec.structs.replace(note, body="")
+        self.generation += 1
+        logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
+        return len(upserts), len(deletes)
+
+    def _read(self, rel: str, st: os.stat_result | None, max_bytes: int) -> Note | None | bool:
+        """The parsed note at `rel`; None when it is gone (or not a note); False when unchanged."""
+        path = self.root / rel
+        try:
+            if st is None:
+                st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
+                return None
+            old = self.notes.get(rel)
+            if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+                logger.debug("unchanged: %s", rel)
+                return False
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            logger.warning("cannot read %s: %s", rel, e.strerror)
+            return None
+        self.parsed += 1
+        note = parse_file(rel, data, max_bytes=max_bytes, mtime_ns=st.st_mtime_ns)
+        for p in note.problems:
+            logger.warning("%s: %s", rel, p)
+        return note
+
+    # -- query ------------------------------------------------------------------
+
+    def search(self, q: str, limit: int | None = None) -> dict:
+        t0 = time.perf_counter()
+        limit = limit or self.config.search.limit
+        p = plan(self.index.schema, q, self.config.search)
+        hits, total = [], 0
+        if p.query is not None:
+            total, found = self.index.search(p.query, limit)
+            pattern = matcher(p.words, p.stems)
+            for score, note in found:
+                hits.append(
+                    {
+                        "path": note.path,
+                        "id": note.id,
+                        "title": note.title,
+                        "tags": note.tags,
+                        "score": round(score, 4),
+                        "snippets": self._snippets(note.path, pattern),
+                    }
+                )
+        return {"query": q, "vault": str(self.root), "total": total, "took_ms": round((time.perf_counter() - t0) * 1000, 3), "hits": hits}
+
+    def _snippets(self, rel: str, pattern) -> list:
+        if pattern is None:
+            return []
+        try:
+            with open(self.root / rel, "rb") as f:
+                data = f.read(self.config.index.max_file_mb << 20)
+        except OSError:
+            return []
+        return best_lines(decode(data)[0], pattern)
+
+    def status(self) -> dict:
+        return {
+            "version": __version__,
+            "vault": str(self.root),
+            "state_dir": str(self.state_dir),
+            "notes": len(self.notes),
+            "generation": self.generation,
+            "parsed": self.parsed,
+            "reconciled": self.reconciled,
+            "problems": sum(1 for n in self.notes.values() if n.problems),
+            "uptime_s": round(time.time() - self.started, 1),
+        }
