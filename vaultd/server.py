@@ -218,8 +218,15 @@ class Server:
                 if not line:
                     return
                 if len(line) > protocol.MAX_LINE and not line.endswith(b"\n"):
-                    self._send(conn, protocol.error(None, "too_large", f"request line over {protocol.MAX_LINE} bytes"))
-                    return
+                    # Drop the rest of the line, answer, and go on reading the next one.
+                    while line and not line.endswith(b"\n"):
+                        try:
+                            line = rfile.readline(1 << 16)
+                        except OSError:
+                            return
+                    if not self._send(conn, protocol.error(None, "too_large", f"request line over {protocol.MAX_LINE} bytes")):
+                        return
+                    continue
                 if not line.strip():
                     continue
                 if not self._send(conn, self.handle(line)):

@@ -1,0 +1,182 @@
+"""Shared fixtures: an isolated HOME/XDG, a temp copy of the fixture vault, and the
+real daemon started as a subprocess on a real Unix socket."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+FIXTURE_VAULT = Path(__file__).parent / "fixtures" / "vault"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """No test reads or writes the real HOME, XDG folders or a running vaultd."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "VAULTD_VAULT", "VAULTD_SOCKET",
+                "VAULTD_STATE_DIR", "VAULTD_CONFIG", "NOTIFY_SOCKET"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    """Only the CLI installs handlers; in-process tests must leave logging as they found it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+@pytest.fixture
+def vault(tmp_path) -> Path:
+    dest = tmp_path / "vault"
+    shutil.copytree(FIXTURE_VAULT, dest)
+    return dest
+
+
+@pytest.fixture
+def short_dir():
+    """A short folder for sockets: tmp_path can exceed the 107-byte sun_path limit."""
+    d = tempfile.mkdtemp(prefix="vq")
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def wait_for(pred, timeout: float, interval: float = 0.01):
+    """Poll `pred` until it returns something truthy; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+class Daemon:
+    """A real `vaultd run` subprocess and a line-protocol connection to it."""
+
+    def __init__(self, vault: Path, state: Path, sock: Path, extra: list[str] = ()):
+        self.vault, self.state, self.socket = vault, state, sock
+        self.args = [sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir", str(state),
+                     "--socket", str(sock), *extra]
+        self.proc: subprocess.Popen | None = None
+        self._conn: socket.socket | None = None
+        self._buf = b""
+        self._log: str | None = None
+
+    def start(self, wait: bool = True) -> "Daemon":
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if wait:
+            wait_for(self._ready, timeout=20, interval=0.05)
+        return self
+
+    def _ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"vaultd exited {self.proc.returncode}:\n{self.output()}")
+        try:
+            st = self.request("status")
+        except OSError:
+            self._close()
+            return False
+        return st["reconciled"]
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def connect(self) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(str(self.socket))
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    def send_raw(self, data: bytes) -> dict:
+        if self._conn is None:
+            self._conn = self.connect()
+            self._buf = b""
+        self._conn.sendall(data)
+        while b"\n" not in self._buf:
+            chunk = self._conn.recv(65536)
+            if not chunk:
+                self._close()
+                raise ConnectionResetError("daemon closed the connection")
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def request(self, op: str, **args) -> dict:
+        msg = self.send_raw(json.dumps({"v": 1, "id": 1, "op": op, **args}).encode() + b"\n")
+        assert msg["ok"], msg
+        return msg["result"]
+
+    def search_paths(self, q: str, limit: int = 20) -> list[str]:
+        return [h["path"] for h in self.request("search", q=q, limit=limit)["hits"]]
+
+    def status(self) -> dict:
+        return self.request("status")
+
+    def wait_generation(self, after: int, timeout: float = 1.0) -> dict:
+        """Wait until a commit past generation `after` is visible and nothing is pending."""
+        return wait_for(lambda: (st := self.status())["generation"] > after and st["pending"] == 0 and st, timeout)
+
+    def stop(self, sig=signal.SIGTERM) -> int:
+        self._close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc and self._log is None:
+            self._log = self.proc.stdout.read().decode(errors="replace")
+            self.proc.stdout.close()
+        return self.proc.returncode
+
+    def output(self) -> str:
+        """What the daemon logged (once it has exited)."""
+        if self.proc.poll() is None:
+            return "(still running)"
+        self.stop()
+        return self._log
+
+
+@pytest.fixture
+def make_daemon(vault, tmp_path, short_dir):
+    started: list[Daemon] = []
+
+    def make(v: Path = vault, extra: list[str] = (), start: bool = True) -> Daemon:
+        d = Daemon(v, tmp_path / "state", short_dir / "d.sock", list(extra))
+        started.append(d)
+        return d.start() if start else d
+
+    yield make
+    for d in started:
+        d.stop()
+
+
+@pytest.fixture
+def daemon(make_daemon) -> Daemon:
+    return make_daemon()

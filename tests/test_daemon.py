@@ -1,0 +1,264 @@
+"""The real daemon, end to end: watch -> index -> answer over the socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import wait_for
+
+
+def test_serves_the_vault(daemon):
+    st = daemon.status()
+    assert st["notes"] == 4 and st["pending"] == 0 and st["generation"] >= 1
+    assert st["vault"] == str(daemon.vault)
+    assert "notes/Deep work.md" in daemon.search_paths("boredom")
+
+
+def test_socket_is_private(daemon):
+    assert oct(os.stat(daemon.socket).st_mode & 0o777) == "0o600"
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_new_file_edit_rename_delete_each_visible_within_a_second(daemon):
+    v = daemon.vault
+    g = daemon.status()["generation"]
+
+    _write(v / "notes" / "new.md", "# New\n\nquokka sightings on the island\n")
+    g = daemon.wait_generation(g)["generation"]
+    assert daemon.search_paths("quokka") == ["notes/new.md"]
+
+    _write(v / "notes" / "new.md", "# New\n\nplatypus instead\n")
+    g = daemon.wait_generation(g)["generation"]
+    assert daemon.search_paths("quokka") == []
+    assert daemon.search_paths("platypus") == ["notes/new.md"]
+
+    os.rename(v / "notes" / "new.md", v / "journal" / "moved.md")
+    g = daemon.wait_generation(g)["generation"]
+    assert daemon.search_paths("platypus") == ["journal/moved.md"]
+
+    os.unlink(v / "journal" / "moved.md")
+    daemon.wait_generation(g)
+    assert daemon.search_paths("platypus") == []
+    assert daemon.status()["notes"] == 4
+
+
+def test_editor_saves_are_indexed_and_their_temp_files_ignored(daemon):
+    v = daemon.vault
+    target = v / "notes" / "Deep work.md"
+    g = daemon.status()["generation"]
+    # vim: write the probe `4913`, move the note to `note~`, write the new note, drop the backup
+    (v / "notes" / "4913").write_text("")
+    os.unlink(v / "notes" / "4913")
+    os.rename(target, v / "notes" / "Deep work.md~")
+    (v / "notes" / ".Deep work.md.swp").write_bytes(b"\0swap")
+    target.write_text("# Deep work\n\nwombat focus\n")
+    os.unlink(v / "notes" / "Deep work.md~")
+    # Emacs: a lock symlink; sed -i / atomic writers: a temp file renamed over the note
+    os.symlink("root@host.1:1", v / "notes" / ".#Deep work.md")
+    tmp = v / "notes" / "sedX1y2z3"
+    tmp.write_text("# 가치관\n\n가치관은 numbat 기준이다.\n")
+    os.replace(tmp, v / "notes" / "20251101T120000--가치관__철학.md")
+    daemon.wait_generation(g)
+    st = daemon.status()
+    assert st["notes"] == 4, "swap, backup, lock and temp files must not become notes"
+    assert daemon.search_paths("wombat") == ["notes/Deep work.md"]
+    assert daemon.search_paths("numbat") == ["notes/20251101T120000--가치관__철학.md"]
+
+
+def test_folder_moves_and_deletes(daemon, tmp_path):
+    v = daemon.vault
+    g = daemon.status()["generation"]
+    os.rename(v / "journal", v / "diary")
+    g = daemon.wait_generation(g)["generation"]
+    assert daemon.search_paths("meeting") == ["diary/2025-11-20.md"]
+    # moved out of the vault: watchdog reports only the folder (LIBRARY-NOTES 4)
+    os.rename(v / "diary", tmp_path / "outside")
+    g = daemon.wait_generation(g, timeout=2.0)["generation"]
+    assert daemon.search_paths("meeting") == []
+    # moved back in: created events for its contents
+    os.rename(tmp_path / "outside", v / "back")
+    daemon.wait_generation(g)
+    assert daemon.search_paths("meeting") == ["back/2025-11-20.md"]
+
+
+def test_ignored_folders(daemon):
+    v = daemon.vault
+    g = daemon.status()["generation"]
+    _write(v / ".git" / "notes.md", "zebrafish in git\n")
+    _write(v / ".obsidian" / "x.md", "zebrafish in obsidian\n")
+    _write(v / "notes" / "real.md", "zebrafish for real\n")
+    daemon.wait_generation(g)
+    assert daemon.search_paths("zebrafish") == ["notes/real.md"]
+
+
+def test_restart_picks_up_changes_made_while_down_and_parses_only_those(make_daemon):
+    d = make_daemon()
+    v = d.vault
+    assert d.status()["parsed"] == 4
+    assert d.stop() == 0
+    time.sleep(0.01)
+    (v / "journal" / "2025-11-20.md").write_text("# changed\n\naxolotl\n")
+    (v / "notes" / "added.md").write_text("# added\n\naxolotl too\n")
+    os.unlink(v / "notes" / "Deep work.md")
+    d2 = make_daemon()
+    st = d2.status()
+    assert st["parsed"] == 2, "only the edited and the new file are re-parsed"
+    assert st["notes"] == 4
+    assert sorted(d2.search_paths("axolotl")) == ["journal/2025-11-20.md", "notes/added.md"]
+    assert d2.search_paths("boredom") == []
+
+
+def test_malformed_requests_get_errors_and_the_connection_stays_usable(daemon):
+    cases = [
+        (b"not json\n", "bad_json"),
+        (b"[1,2]\n", "bad_json"),
+        (b'{"op": "explode", "id": 9}\n', "unknown_op"),
+        (b'{"id": 3}\n', "bad_request"),
+        (b'{"op": "search", "q": 42}\n', "bad_request"),
+        (b'{"op": "search", "q": "x", "limit": 0}\n', "bad_request"),
+        (b'{"op": "search", "q": "x", "limit": "ten"}\n', "bad_request"),
+        (b'{"op": "status", "v": 99}\n', "bad_version"),
+        (b'{"op": "status", "surprise": true}\n', "bad_request"),
+        (b"\xff\xfe\x00garbage\n", "bad_json"),
+    ]
+    for raw, code in cases:
+        msg = daemon.send_raw(raw)
+        assert msg["ok"] is False and msg["error"]["code"] == code, (raw, msg)
+        assert msg["error"]["message"]
+    assert daemon.send_raw(b'{"op": "explode", "id": 9}\n')["id"] == 9
+    assert daemon.request("ping")["pong"] is True
+
+
+def test_oversized_request_is_refused_and_daemon_keeps_serving(daemon):
+    with daemon.connect() as s, s.makefile("rb") as replies:
+        s.sendall(b'{"op":"search","q":"' + b"a" * (2 << 20) + b'"}\n')
+        assert b'"too_large"' in replies.readline()
+        s.sendall(b'{"op":"ping"}\n')
+        assert b'"pong":true' in replies.readline(), "the connection stays usable"
+
+
+def test_many_clients_at_once(daemon):
+    conns = [daemon.connect() for _ in range(20)]
+    for c in conns:
+        c.sendall(b'{"op":"search","q":"boredom","id":1}\n')
+    for c in conns:
+        with c, c.makefile("rb") as f:
+            assert b'"ok":true' in f.readline()
+
+
+def test_client_that_hangs_up_mid_request_does_not_hurt(daemon):
+    for _ in range(5):
+        s = daemon.connect()
+        s.sendall(b'{"op":"search","q":"deep')
+        s.close()
+    with daemon.connect() as s, s.makefile("rb") as f:
+        s.sendall(b'{"op":"search","q":"boredom"}\n')
+        s.shutdown(socket.SHUT_WR)
+        assert b'"ok":true' in f.readline()
+    assert daemon.request("ping")["pong"]
+
+
+def test_second_daemon_on_the_same_socket_exits_3(daemon, tmp_path):
+    second = subprocess.run(
+        [sys.executable, "-m", "vaultd", "run", "--vault", str(daemon.vault), "--state-dir", str(tmp_path / "s2"),
+         "--socket", str(daemon.socket)],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert second.returncode == 3
+    assert f"vaultd process {daemon.proc.pid}" in second.stderr
+    assert daemon.request("ping")["pong"], "the first daemon still serves"
+
+
+def test_second_daemon_on_the_same_index_exits_3(daemon, short_dir):
+    second = subprocess.run(
+        [sys.executable, "-m", "vaultd", "run", "--vault", str(daemon.vault), "--state-dir", str(daemon.state),
+         "--socket", str(short_dir / "other.sock")],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert second.returncode == 3
+    assert "in use by another process" in second.stderr
+
+
+def test_sigterm_exits_0_and_removes_the_socket(daemon):
+    assert daemon.socket.exists()
+    assert daemon.stop(signal.SIGTERM) == 0
+    assert not daemon.socket.exists()
+
+
+def test_sigint_exits_0(daemon):
+    assert daemon.stop(signal.SIGINT) == 0
+    assert not daemon.socket.exists()
+
+
+def test_stale_socket_from_a_killed_daemon_is_replaced(make_daemon):
+    d = make_daemon()
+    d.stop(signal.SIGKILL)
+    assert d.socket.exists(), "a killed daemon leaves its socket behind"
+    d2 = make_daemon()
+    assert d2.request("ping")["pong"]
+
+
+def test_bad_files_are_indexed_as_far_as_they_go(daemon):
+    v = daemon.vault
+    g = daemon.status()["generation"]
+    _write(v / "bad-yaml.md", "---\ntitle: [unclosed\ntags: : :\n---\n\nkingfisher body survives\n")
+    (v / "latin1.md").write_bytes("# caf\xe9\n\nheron in latin-1 caf\xe9\n".encode("latin-1"))
+    (v / "empty.md").write_bytes(b"")
+    (v / "nul.org").write_bytes(b"* head\x00ing\nbittern\x00\n")
+    big = ("lorem ipsum dolor sit amet " * 3 + "\n") * 65_000 + "pelican at the very end\n"
+    _write(v / "big.md", big)
+    assert len(big.encode()) > 5_000_000
+    daemon.wait_generation(g, timeout=5.0)
+    st = daemon.status()
+    assert st["notes"] == 9
+    assert st["problems"] >= 2
+    assert daemon.search_paths("kingfisher") == ["bad-yaml.md"]
+    assert daemon.search_paths("heron") == ["latin1.md"]
+    assert daemon.search_paths("bittern") == ["nul.org"]
+    hit = daemon.request("search", q="pelican")["hits"][0]
+    assert hit["path"] == "big.md" and hit["snippets"][0]["line"] == 65_001
+    assert daemon.request("ping")["pong"]
+
+
+def test_paths_outside_the_vault_and_symlinks_are_not_notes(daemon, tmp_path):
+    outside = tmp_path / "secret.md"
+    outside.write_text("# secret\n\ncassowary\n")
+    v = daemon.vault
+    g = daemon.status()["generation"]
+    os.symlink(outside, v / "notes" / "link.md")
+    _write(v / "notes" / "plain.md", "trigger a batch\n")
+    daemon.wait_generation(g)
+    assert daemon.search_paths("cassowary") == []
+
+
+def test_sd_notify_ready_and_stopping(vault, tmp_path, short_dir):
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    addr = str(short_dir / "notify")
+    notify.bind(addr)
+    notify.settimeout(20)
+    env = {**os.environ, "NOTIFY_SOCKET": addr}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir", str(tmp_path / "st"),
+         "--socket", str(short_dir / "n.sock")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert notify.recv(1024).startswith(b"READY=1")
+        assert (short_dir / "n.sock").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert notify.recv(1024) == b"STOPPING=1"
+        assert proc.wait(timeout=15) == 0
+    finally:
+        proc.kill()
+        notify.close()
