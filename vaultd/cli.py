@@ -79,8 +79,9 @@ def run(config_path, vault, state_dir, log_level, socket):
 @common
 def index(config_path, vault, state_dir, log_level):
     """Build or update the index once, with a progress bar, and exit."""
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level or "warning")
-    setup_logging(cfg.log_level)
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level)
+    # Quieter than the daemon by default: the progress bar says what matters.
+    setup_logging(log_level or ("warning" if cfg.log_level == "info" else cfg.log_level))
     from .vault import Vault
 
     v = Vault(cfg)

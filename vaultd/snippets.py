@@ -17,58 +17,78 @@ class Snippet(msgspec.Struct):
     """1-based line in the file."""
     text: str
     """The line (a window of it when long)."""
-    highlights: list[tuple[int, int]]
+    highlights: list[list[int]]
     """[start, end) offsets in characters of `text`."""
     col: int
     """1-based byte column of the first match in the file's line, as `rg --vimgrep` gives it."""
 
 
-def matcher(words: list[str], stems: list[str]) -> re.Pattern | None:
-    """One regex that finds any query word: a Latin word or its stem at a word start
-    (so `index` finds `indexes`), a CJK run or one of its bigrams anywhere."""
-    alts = set()
-    for w in [*words, *stems]:
-        if CJK_RUN.fullmatch(w):
-            alts.add(re.escape(w))
-            alts.update(re.escape(w[i : i + 2]) for i in range(len(w) - 1))
-        elif w:
-            alts.add(r"(?<!\w)" + re.escape(w))
-    if not alts:
-        return None
-    return re.compile("|".join(sorted(alts, key=len, reverse=True)), re.IGNORECASE)
+class Matcher:
+    """Finds query words in a line: a Latin word or its stem at a word start (so `index`
+    finds `indexes`), and the bigrams of a CJK run anywhere, overlapping, so that
+    `가치관이` lights up all of `가치관` in `가치관은`."""
+
+    def __init__(self, words: list[str], stems: list[str]):
+        latin, self.grams = set(), set()
+        for w in [*words, *stems]:
+            if CJK_RUN.fullmatch(w):
+                self.grams.update(w[i : i + 2] for i in range(len(w) - 1)) if len(w) > 1 else self.grams.add(w)
+            elif w:
+                latin.add(r"(?<!\w)" + re.escape(w))
+        self.latin = re.compile("|".join(sorted(latin, key=len, reverse=True)), re.IGNORECASE) if latin else None
+
+    def __bool__(self) -> bool:
+        return bool(self.latin or self.grams)
+
+    def spans(self, line: str) -> tuple[list[list[int]], int]:
+        """(merged spans, number of distinct terms matched) in `line`."""
+        found: list[tuple[int, int]] = []
+        terms = set()
+        if self.latin is not None:
+            for m in self.latin.finditer(line):
+                found.append(m.span())
+                terms.add(m.group().lower())
+        for g in self.grams:
+            i = line.find(g)
+            if i >= 0:
+                terms.add(g)
+            while i >= 0:
+                found.append((i, i + len(g)))
+                i = line.find(g, i + 1)
+        return _merge(found), len(terms)
 
 
-def best_lines(text: str, pattern: re.Pattern, n: int = 3) -> list[Snippet]:
+def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
-    returned in line order."""
+    in line order. The first `skip` lines (front matter) count only when nothing else matches."""
     scored = []
     for lineno, line in enumerate(text.split("\n"), start=1):
-        spans = [m.span() for m in pattern.finditer(line)]
-        if not spans:
-            continue
-        distinct = len({line[a:b].lower() for a, b in spans})
-        scored.append((-distinct, -len(spans), lineno, line, spans))
+        spans, terms = matcher.spans(line)
+        if spans:
+            scored.append((lineno <= skip, -terms, -len(spans), lineno, line, spans))
+    if any(not s[0] for s in scored):
+        scored = [s for s in scored if not s[0]]
     scored.sort()
-    out = [_trim(lineno, line, spans) for _, _, lineno, line, spans in scored[:n]]
+    out = [_trim(lineno, line, spans) for *_, lineno, line, spans in scored[:n]]
     out.sort(key=lambda s: s.line)
     return out
 
 
-def _trim(lineno: int, line: str, spans: list[tuple[int, int]]) -> Snippet:
+def _trim(lineno: int, line: str, spans: list[list[int]]) -> Snippet:
     start = 0
     if len(line) > MAX_WIDTH:
         start = max(0, spans[0][0] - MAX_WIDTH // 4)
-    text = line[start : start + MAX_WIDTH]
-    hl = [(a - start, min(b, start + MAX_WIDTH) - start) for a, b in _merge(spans) if a >= start and a < start + MAX_WIDTH]
+    end = start + MAX_WIDTH
+    hl = [[a - start, min(b, end) - start] for a, b in spans if start <= a < end]
     col = len(line[: spans[0][0]].encode()) + 1
-    return Snippet(line=lineno, text=text, highlights=hl, col=col)
+    return Snippet(line=lineno, text=line[start:end], highlights=hl, col=col)
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
+def _merge(spans: list[tuple[int, int]]) -> list[list[int]]:
+    out: list[list[int]] = []
     for a, b in sorted(spans):
         if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
+            out[-1][1] = max(out[-1][1], b)
         else:
-            out.append((a, b))
+            out.append([a, b])
     return out

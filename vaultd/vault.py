@@ -20,7 +20,8 @@ from .index import NoteIndex
 from .note import Note
 from .parse import decode, parse_file
 from .ranking import plan
-from .snippets import best_lines, matcher
+from .parse.markdown import split_front_matter
+from .snippets import Matcher, best_lines
 
 logger = logging.getLogger("vaultd.vault")
 
@@ -143,7 +144,7 @@ class Vault:
         hits, total = [], 0
         if p.query is not None:
             total, found = self.index.search(p.query, limit)
-            pattern = matcher(p.words, p.stems)
+            matcher = Matcher(p.words, p.stems)
             for score, note in found:
                 hits.append(
                     {
@@ -152,20 +153,22 @@ class Vault:
                         "title": note.title,
                         "tags": note.tags,
                         "score": round(score, 4),
-                        "snippets": self._snippets(note.path, pattern),
+                        "snippets": msgspec.to_builtins(self._snippets(note.path, matcher)),
                     }
                 )
         return {"query": q, "vault": str(self.root), "total": total, "took_ms": round((time.perf_counter() - t0) * 1000, 3), "hits": hits}
 
-    def _snippets(self, rel: str, pattern) -> list:
-        if pattern is None:
+    def _snippets(self, rel: str, matcher: Matcher) -> list:
+        if not matcher:
             return []
         try:
             with open(self.root / rel, "rb") as f:
                 data = f.read(self.config.index.max_file_mb << 20)
         except OSError:
             return []
-        return best_lines(decode(data)[0], pattern)
+        text = decode(data)[0]
+        skip = split_front_matter(text.split("\n", 200)) if rel.endswith(".md") else 0
+        return best_lines(text, matcher, skip=skip)
 
     def status(self) -> dict:
         return {

@@ -1,0 +1,114 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultd.parse import parse_file
+from vaultd.parse.denote import parse_name
+
+
+def test_denote_name_parts():
+    d = parse_name("20251016T080208==1a2--memory-tiers-for-agents__agents_memory")
+    assert (d.id, d.signature, d.title, d.keywords) == ("20251016T080208", "1a2", "memory tiers for agents", ["agents", "memory"])
+    assert d.date == "2025-10-16T08:02:08"
+    assert parse_name("19691231T235959--before-the-epoch").id == "19691231T235959"
+    assert parse_name("20251016T080208").title is None
+    assert parse_name("Deep work") is None
+    assert parse_name("2025-11-20") is None
+
+
+def test_org_note():
+    src = b"""#+title:      Memory tiers
+#+filetags:   :agents:memory:
+#+identifier: 20251016T080208
+:PROPERTIES:
+:ID: file-uuid
+:END:
+
+* HOT set [1/2]
+:PROPERTIES:
+:ID: h-uuid
+:CUSTOM_ID: hot
+:END:
+text
+** TODO Nested
+"""
+    n = parse_file("notes/20251016T080208--ignored-slug__x.org", src)
+    assert n.title == "Memory tiers"
+    assert n.id == "20251016T080208"
+    assert n.tags == ["x", "agents", "memory"]
+    assert n.uuids == ["file-uuid", "h-uuid"]
+    assert [(h.level, h.text, h.line, h.anchor) for h in n.headings] == [
+        (1, "HOT set", 8, "hot"),
+        (2, "Nested", 14, "nested"),
+    ]
+    assert n.problems == []
+
+
+def test_markdown_note_with_front_matter_keeps_line_numbers():
+    src = """---
+title: Deep work
+aliases: [focus, "deep focus"]
+tags: "#productivity, reading"
+date: 2025-11-01
+id: md-uuid
+---
+
+# Heading One
+
+Body with #inline-tag and `#not-a-tag` and #123.
+
+```
+# not a heading #nor-a-tag
+```
+## Sub Heading!
+""".encode()
+    n = parse_file("Deep work.md", src)
+    assert n.title == "Deep work"
+    assert n.aliases == ["focus", "deep focus"]
+    assert n.tags == ["productivity", "reading", "inline-tag"]
+    assert n.date == "2025-11-01"
+    assert n.uuids == ["md-uuid"]
+    assert [(h.text, h.line, h.anchor) for h in n.headings] == [("Heading One", 9, "heading-one"), ("Sub Heading!", 16, "sub-heading")]
+    lines = n.body.split("\n")
+    assert lines[0] == "" and lines[8] == "# Heading One", "front matter is blanked, not dropped"
+
+
+def test_title_falls_back_to_denote_slug_then_heading_then_stem():
+    assert parse_file("20250101T000000--from-the-slug.md", b"# Heading\n").title == "from the slug"
+    assert parse_file("plain.md", b"text\n## Second level\n").title == "Second level"
+    assert parse_file("dir/plain.org", b"no headings\n").title == "plain"
+
+
+def test_bad_yaml_is_a_problem_not_an_exception():
+    n = parse_file("x.md", b"---\ntitle: [unclosed\n---\n\nbody survives\n")
+    assert n.problems and n.problems[0].startswith("front matter ignored")
+    assert "body survives" in n.body
+    assert n.title == "x"
+
+
+def test_non_utf8_empty_nul_and_oversized():
+    n = parse_file("latin.md", "caf\xe9 au lait\n".encode("latin-1"))
+    assert "not valid UTF-8" in n.problems[0] and "caf\ufffd au lait" in n.body
+    assert parse_file("empty.org", b"").title == "empty"
+    assert "NUL" in parse_file("nul.md", b"a\x00b").problems[0]
+    big = parse_file("big.md", b"line\n" * 1000, max_bytes=100)
+    assert big.size == 5000 and "only the first" in big.problems[0] and big.body.count("line") == 20
+
+
+def test_crlf_and_bom():
+    n = parse_file("w.md", "\ufeff---\r\ntitle: Win\r\n---\r\n# H\r\n".encode())
+    assert n.title == "Win" and n.headings[0].line == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000), st.sampled_from(["a.md", "b.org", "20250101T000000--x__y.md", "c.org"]))
+def test_parsing_arbitrary_bytes_never_raises(data, name):
+    n = parse_file(name, data)
+    assert n.path == name and isinstance(n.title, str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["---", "* ", "** ", "#+title: ", ":PROPERTIES:", ":END:", ":ID: x", "# ", "```",
+                                 "#tag", "[[x]]", "가치관", "\n", "title: [", "---\n", "\t", "~~~"]), max_size=40),
+       st.sampled_from(["a.md", "b.org"]))
+def test_parsing_markup_soup_never_raises(parts, name):
+    parse_file(name, "".join(parts).encode())

@@ -1,0 +1,110 @@
+"""The Vault facade in-process, on a real Tantivy index in a temp state dir."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vaultd.config import Config
+from vaultd.errors import IndexLocked
+from vaultd.index import SCHEMA_VERSION
+from vaultd.vault import Vault
+
+
+@pytest.fixture
+def cfg(vault, tmp_path):
+    return Config(vault=str(vault), state_dir=str(tmp_path / "st")).load()
+
+
+@pytest.fixture
+def v(cfg):
+    vault = Vault(cfg)
+    vault.reconcile()
+    yield vault
+    vault.close()
+
+
+def paths(v, q):
+    return [h["path"] for h in v.search(q)["hits"]]
+
+
+def test_korean_particles_and_mixed_tokens(v):
+    assert paths(v, "가치관이")[0] == "notes/20251101T120000--가치관__철학.md"
+    assert paths(v, "가치관이 뭐야?")[0] == "notes/20251101T120000--가치관__철학.md"
+    assert paths(v, "boredom에서") == ["notes/Deep work.md"]
+
+
+def test_stemming_title_and_tag(v):
+    assert paths(v, "pinning notes")[0].startswith("notes/20251016T080208")
+    assert paths(v, "productivity") == ["notes/Deep work.md"]
+    assert paths(v, "habit") == ["notes/Deep work.md"]
+
+
+def test_snippet_line_numbers_and_highlights_on_korean(v):
+    hit = v.search("가치관이")["hits"][0]
+    by_line = {s["line"]: s for s in hit["snippets"]}
+    assert sorted(by_line) == [5, 7], "front matter lines give way to body lines"
+    assert by_line[7]["highlights"] == [[0, 3]], "every bigram lights up: all of 가치관"
+    s = by_line[5]
+    assert s["text"] == "# 가치관이란"
+    assert s["highlights"] == [[2, 6]]
+    assert s["col"] == len("# ".encode()) + 1
+
+
+@pytest.mark.parametrize("q", ["C++", "TODO: fix", "12:30", "http://example.com/a?b=c", '"unbalanced', "(", "*",
+                               "title:", "AND OR NOT", "-", "", "   ", "a" * 500, "\x00", "🙂"])
+def test_awkward_queries_never_raise(v, q):
+    res = v.search(q)
+    assert isinstance(res["hits"], list)
+
+
+def test_colon_queries_still_find(v):
+    assert paths(v, "TODO: fix")[0] == "journal/2025-11-20.md"
+    assert paths(v, "12:30") == ["journal/2025-11-20.md"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=200))
+def test_no_query_string_raises(v, q):
+    v.search(q, limit=5)
+
+
+def test_reopen_loads_notes_without_parsing(cfg, v):
+    v.close()
+    again = Vault(cfg)
+    try:
+        assert len(again.notes) == 4
+        assert again.reconcile() == (0, 0) and again.parsed == 0
+    finally:
+        again.close()
+
+
+def test_index_of_another_schema_version_is_rebuilt(cfg, v):
+    v.close()
+    stamp = v.index.dir / "VERSION"
+    stamp.write_text(f"{SCHEMA_VERSION - 1}\n")
+    again = Vault(cfg)
+    try:
+        assert again.index.rebuilt and again.notes == {}
+        again.reconcile()
+        assert len(again.notes) == 4 and stamp.read_text().strip() == str(SCHEMA_VERSION)
+    finally:
+        again.close()
+
+
+def test_corrupt_index_is_rebuilt(cfg, v):
+    v.close()
+    for f in v.index.dir.iterdir():
+        if f.name == "meta.json":
+            f.write_text("{ not json")
+    again = Vault(cfg)
+    try:
+        assert again.index.rebuilt
+        again.reconcile()
+        assert len(again.notes) == 4
+    finally:
+        again.close()
+
+
+def test_second_writer_is_refused(cfg, v):
+    with pytest.raises(IndexLocked, match="in use by another process"):
+        Vault(cfg)

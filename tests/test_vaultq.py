@@ -1,0 +1,98 @@
+"""`vaultq` as a user runs it: a real process against the real daemon."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def vaultq(*args, cwd=None, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "vaultd.vaultq", *args], capture_output=True, text=True, timeout=30, cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def sock(daemon):
+    return str(daemon.socket)
+
+
+def test_search_human(sock):
+    r = vaultq("--socket", sock, "search", "boredom")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("notes/Deep work.md  Deep work  [productivity, habit]")
+    assert lines[1] == "   13: Embrace boredom. #habit"
+    assert "1 of 1 notes" in r.stderr
+
+
+def test_search_json_shape(sock):
+    r = vaultq("--socket", sock, "search", "--json", "가치관이")
+    assert r.returncode == 0
+    res = json.loads(r.stdout)
+    assert {"query", "total", "took_ms", "hits"} <= res.keys()
+    hit = res["hits"][0]
+    assert {"path", "id", "title", "tags", "score", "snippets"} <= hit.keys()
+    assert hit["path"] == "notes/20251101T120000--가치관__철학.md" and hit["id"] == "20251101T120000"
+    s = hit["snippets"][0]
+    assert {"line", "text", "highlights"} <= s.keys()
+    for a, b in s["highlights"]:
+        assert s["text"][a:b] in ("가치관", "가치", "치관")
+
+
+def test_search_vimgrep_paths_relative_inside_the_vault(daemon, sock):
+    r = vaultq("--socket", sock, "search", "--format", "vimgrep", "TODO: fix", cwd=daemon.vault / "journal")
+    assert r.returncode == 0
+    assert "2025-11-20.md:3:1:TODO: fix the watcher. Meeting at 12:30." in r.stdout.splitlines()
+    r = vaultq("--socket", sock, "search", "--format", "paths", "boredom", cwd="/")
+    assert r.stdout == f"{daemon.vault}/notes/Deep work.md\n"
+
+
+def test_vimgrep_column_is_in_bytes(daemon, sock):
+    r = vaultq("--socket", sock, "search", "--format", "vimgrep", "기준", cwd=daemon.vault)
+    path, line, col, text = r.stdout.splitlines()[0].split(":", 3)
+    raw = (daemon.vault / path).read_text().split("\n")[int(line) - 1]
+    assert raw.encode()[int(col) - 1 :].decode().startswith("기준")
+
+
+def test_no_result_exits_1(sock):
+    r = vaultq("--socket", sock, "search", "xylophonist")
+    assert r.returncode == 1 and r.stdout == ""
+
+
+def test_bad_usage_exits_2(sock):
+    assert vaultq("--socket", sock, "search").returncode == 2
+    assert vaultq("--socket", sock, "frobnicate").returncode == 2
+    r = vaultq("--socket", sock, "search", "--limit", "0", "x")
+    assert r.returncode == 2 and "--limit" in r.stderr
+
+
+def test_status(daemon, sock):
+    r = vaultq("--socket", sock, "status", "--json")
+    st = json.loads(r.stdout)
+    assert r.returncode == 0 and st["notes"] == 4 and {"version", "vault", "pending", "generation"} <= st.keys()
+    assert "notes:      4" in vaultq("--socket", sock, "status").stdout
+
+
+def test_unreachable_daemon_exits_3_and_says_how_to_start_it(tmp_path):
+    r = vaultq("--socket", str(tmp_path / "none.sock"), "status")
+    assert r.returncode == 3
+    assert "vaultd is not running" in r.stderr and "vaultd run" in r.stderr
+
+
+def test_socket_found_from_env_and_from_the_vault_folder(daemon, sock, tmp_path):
+    assert vaultq("search", "boredom", env={"VAULTD_SOCKET": sock}).returncode == 0
+    # With no socket named, vaultq looks for the daemon of the vault around the current folder
+    # in the default runtime folder; ours uses --socket, so none is found there.
+    r = vaultq("search", "boredom", cwd=daemon.vault, env={"XDG_RUNTIME_DIR": str(tmp_path / "run")})
+    assert r.returncode == 3 and "no vaultd is running" in r.stderr
+
+
+def test_vaultq_imports_no_heavy_modules():
+    code = "import sys, vaultd.vaultq; print(' '.join(sorted(sys.modules)))"
+    mods = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
+    for heavy in ("tantivy", "msgspec", "watchdog", "orgparse", "frontmatter", "click", "yaml"):
+        assert heavy not in mods
