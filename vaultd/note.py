@@ -13,6 +13,12 @@ class Heading(msgspec.Struct, array_like=True):
     anchor: str
 
 
+class Block(msgspec.Struct, array_like=True):
+    id: str
+    """Obsidian `^block-id` (without the caret) or Org `<<target>>`."""
+    line: int
+
+
 class Link(msgspec.Struct, kw_only=True, omit_defaults=True):
     line: int
     col: int
@@ -39,6 +45,7 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     signature: str | None = None
     headings: list[Heading] = []
     links: list[Link] = []
+    blocks: list[Block] = []
     body: str = ""
     """Searchable text: markup removed, one output line per file line."""
     problems: list[str] = []

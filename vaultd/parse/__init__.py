@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 
 from ..note import Note
 from . import markdown, org
+from .links import extract
 from .common import dedupe
 from .denote import parse_name
 
@@ -65,7 +66,8 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
         ident = kw.get("identifier") or ident
         note.uuids = f.uuids
         note.headings = f.headings
-        body = text
+        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=True)
+        body = "\n".join(body_lines)
     else:
         f = markdown.parse(text)
         problems += f.problems
@@ -79,8 +81,9 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
             note.uuids = [fm_id]
         note.aliases = markdown.meta_aliases(meta)
         note.headings = f.headings
+        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=False)
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
-        body = "\n" * f.fm_lines + "\n".join(text.split("\n")[f.fm_lines :]) if f.fm_lines else text
+        body = "\n" * f.fm_lines + "\n".join(body_lines[f.fm_lines :])
 
     note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else p.stem)
     note.id = ident
