@@ -50,14 +50,14 @@ def main() -> int:
     for rel, st in NoteFilter().walk(vault):
         notes[rel] = parse_file(rel, (vault / rel).read_bytes(), mtime_ns=st.st_mtime_ns)
     t1 = time.perf_counter()
-    g = Graph()
-    g.rebuild(notes)
+    g = Graph(notes)
     t2 = time.perf_counter()
 
     want_out = {n["path"]: set(n["links"]) for n in oracle["notes"]}
     want_back = {k: set(v) for k, v in oracle["backlinks"].items()}
     bad_out = [p for p in want_out if g.edges(p) != want_out[p]]
-    got_back = {p: {s for s, _ in g.back.get(p, [])} for p in notes}
+    back = g.back
+    got_back = {p: back.get(p, set()) for p in notes}
     bad_back = [p for p in want_out if got_back.get(p, set()) != want_back.get(p, set())]
     broken = list(g.broken())
     n_links = sum(len(v) for v in want_out.values())

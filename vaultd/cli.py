@@ -95,7 +95,7 @@ def index(config_path, vault, state_dir, log_level):
         bar.update(1)
 
     try:
-        up, gone = v.reconcile(progress=progress)
+        up, gone = v.reconcile(progress=progress, graph=False)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)

@@ -43,6 +43,27 @@ class SocketInUse(VaultdError):
 class QueryError(VaultdError):
     """A query or request that cannot be answered as asked (bad argument)."""
 
+    code = "bad_request"
+
+
+class NoteNotFound(QueryError):
+    """No note answers to the name given."""
+
+    code = "not_found"
+
+    def __init__(self, name: str):
+        super().__init__(f"no note matches {name!r} (give a vault path, a Denote identifier, an Org ID or a note name)")
+
+
+class AmbiguousNote(QueryError):
+    """Several notes answer to the name given."""
+
+    code = "ambiguous"
+
+    def __init__(self, name: str, candidates: list[str]):
+        self.candidates = candidates
+        super().__init__(f"{name!r} is ambiguous; it may be any of:\n  " + "\n  ".join(candidates))
+
 
 class ProtocolError(VaultdError):
     """A request line that is not valid JSON or not a valid request."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import threading
 import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
@@ -32,7 +33,6 @@ ATTACHMENT_EXTS = frozenset(
     "canvas excalidraw base csv tsv json yaml yml txt html htm zip tar gz xlsx docx pptx epub drawio ics".split()
 )
 _LOOSE = re.compile(r"[\W_]+", re.UNICODE)
-_FUZZY_CHARS = re.compile(r"[\[\]#|^:]")
 
 # Reasons a link is broken
 NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
@@ -40,10 +40,9 @@ NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
 )
 
 
-class Resolved(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A link and where it leads."""
+class Dest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where a link leads. Shared by every link that resolves alike."""
 
-    link: Link
     target: str | None = None
     """Vault path of the note it resolves to (None for URLs, attachments and broken links)."""
     line: int | None = None
@@ -53,17 +52,30 @@ class Resolved(msgspec.Struct, kw_only=True, omit_defaults=True):
     candidates: list[str] = []
 
 
+NOWHERE = Dest()
+"""URLs and attachments: not notes, not broken."""
+
+
+class Resolved(msgspec.Struct, frozen=True):
+    """A link and where it leads."""
+
+    link: Link
+    dest: Dest
+
+    target = property(lambda self: self.dest.target)
+    line = property(lambda self: self.dest.line)
+    broken = property(lambda self: self.dest.broken)
+    candidates = property(lambda self: self.dest.candidates)
+
+
 def key(s: str) -> str:
-    return unicodedata.normalize("NFC", s).casefold()
+    """Case- and normalisation-insensitive form of a name (macOS writes NFD file names)."""
+    return s.lower() if s.isascii() else unicodedata.normalize("NFC", s).casefold()
 
 
 def loose(s: str) -> str:
     """A slug that both GitHub's and Obsidian's anchors reduce to."""
     return _LOOSE.sub("-", key(s)).strip("-")
-
-
-def _fuzzy(s: str) -> str:
-    return " ".join(_FUZZY_CHARS.sub(" ", key(s)).split())
 
 
 def stem_of(path: str) -> str:
@@ -78,88 +90,159 @@ def _has_attachment_ext(target: str) -> bool:
 
 
 class Graph:
-    """Rebuilt whole from the note table at start; `update()` after each batch."""
+    """Every link of the vault resolved, and the reverse.
 
-    def __init__(self) -> None:
+    Built whole at start; after each batch `update()` re-resolves only the links that
+    the batch can have changed: those of the changed notes, those that pointed at
+    them, and those that look up a name, alias, identifier or ID the batch added or
+    removed. Queries and updates take a lock, so a reader never sees half a batch.
+    """
+
+    def __init__(self, notes: dict[str, Note] | None = None) -> None:
+        self._lock = threading.RLock()
         self.notes: dict[str, Note] = {}
-        self.out: dict[str, list[Resolved]] = {}
-        self.back: dict[str, list[tuple[str, Resolved]]] = {}
+        self._out: dict[str, list[Dest]] = {}  # parallel to note.links
+        self._back: dict[str, dict[str, list[int]]] = defaultdict(dict)  # target -> source -> link indices
+        self._deps: dict[str, set[str]] = defaultdict(set)
+        self._src_deps: dict[str, set[str]] = {}
+        self._anchor_index: dict[str, _Anchors] = {}
         self._by_path: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = defaultdict(list)
         self._by_alias: dict[str, list[str]] = defaultdict(list)
         self._by_id: dict[str, list[str]] = defaultdict(list)
         self._by_uuid: dict[str, list[str]] = defaultdict(list)
+        if notes:
+            self.update(notes, notes.keys(), ())
 
-    # -- building ---------------------------------------------------------------
+    def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str]) -> None:
+        """`notes` is the new note table; `changed` were added or modified, `removed` deleted."""
+        with self._lock:
+            old = self.notes
+            changed, removed = set(changed), set(removed)
+            touched: set[str] = set()  # lookup keys that gained or lost a note
+            redo = set(changed)
+            for p in removed:
+                if p in old:
+                    touched.update(_keys(old[p]))
+                    self._unindex(old[p])
+                redo.update(self._back.get(p, ()))
+                self._anchor_index.pop(p, None)
+            for p in changed:
+                before, after = old.get(p), notes[p]
+                if before is None:
+                    touched.update(_keys(after))
+                else:
+                    touched.update(set(_keys(before)) ^ set(_keys(after)))
+                    self._unindex(before)
+                    if before.headings != after.headings or before.blocks != after.blocks:
+                        redo.update(self._back.get(p, ()))  # links into it may now hit or miss
+                self._anchor_index.pop(p, None)
+                self._index(after)
+            self.notes = notes
+            for k in touched:
+                redo.update(self._deps.get(k, ()))
+            for src in removed:
+                self._drop(src)
+            redo -= removed
+            cache: dict[tuple, tuple[Dest, list[str]]] = {}
+            back = self._back
+            for src in redo:
+                self._drop(src)
+                note = notes.get(src)
+                if note is None:
+                    continue
+                folder = posixpath.dirname(src)
+                dests, deps = [], set()
+                for i, link in enumerate(note.links):
+                    kind = link.kind
+                    if kind == "url":
+                        dests.append(NOWHERE)
+                        continue
+                    ck = (kind, link.target, link.anchor, src if kind == "internal" else folder)
+                    hit = cache.get(ck)
+                    if hit is None:
+                        hit = cache[ck] = (self.resolve(note, link, folder), _deps(link))
+                    d, dk = hit
+                    dests.append(d)
+                    deps.update(dk)
+                    t = d.target
+                    if t is not None and t != src:
+                        back[t].setdefault(src, []).append(i)
+                self._out[src] = dests
+                self._src_deps[src] = deps
+                for k in deps:
+                    self._deps[k].add(src)
 
-    def rebuild(self, notes: dict[str, Note]) -> None:
-        self.notes = notes
-        by_path, by_stem, by_alias, by_id, by_uuid = {}, defaultdict(list), defaultdict(list), defaultdict(list), defaultdict(list)
-        for path, n in notes.items():
-            by_path[key(path)] = path
-            by_stem[key(stem_of(path))].append(path)
-            for a in n.aliases:
-                by_alias[key(a)].append(path)
-            if n.id:
-                by_id[n.id].append(path)
-            for u in n.uuids:
-                by_uuid[u].append(path)
-        self._by_path, self._by_stem, self._by_alias, self._by_id, self._by_uuid = by_path, by_stem, by_alias, by_id, by_uuid
-        out = {path: [self.resolve(n, link) for link in n.links] for path, n in notes.items()}
-        back: dict[str, list[tuple[str, Resolved]]] = defaultdict(list)
-        for src, rs in out.items():
-            for r in rs:
-                if r.target is not None and r.target != src:
-                    back[r.target].append((src, r))
-        self.out, self.back = out, dict(back)
+    def _drop(self, src: str) -> None:
+        for k in self._src_deps.pop(src, ()):
+            self._deps[k].discard(src)
+        for d in self._out.pop(src, ()):
+            if d.target is not None:
+                self._back.get(d.target, {}).pop(src, None)
 
-    update = rebuild  # every batch re-resolves the vault: a new or renamed note can change any link
+    def _index(self, n: Note) -> None:
+        self._by_path[key(n.path)] = n.path
+        self._by_stem[key(stem_of(n.path))].append(n.path)
+        for a in n.aliases:
+            self._by_alias[key(a)].append(n.path)
+        if n.id:
+            self._by_id[n.id].append(n.path)
+        for u in n.uuids:
+            self._by_uuid[u].append(n.path)
+
+    def _unindex(self, n: Note) -> None:
+        self._by_path.pop(key(n.path), None)
+        for table, k in [(self._by_stem, key(stem_of(n.path))), *((self._by_alias, key(a)) for a in n.aliases),
+                         *(((self._by_id, n.id),) if n.id else ()), *((self._by_uuid, u) for u in n.uuids)]:
+            lst = table.get(k)
+            if lst and n.path in lst:
+                lst.remove(n.path)
+                if not lst:
+                    del table[k]
 
     # -- resolution -------------------------------------------------------------
 
-    def resolve(self, src: Note, link: Link) -> Resolved:
+    def resolve(self, src: Note, link: Link, folder: str | None = None) -> Dest:
+        """Where `link`, written in `src`, leads."""
         kind = link.kind
-        if kind == "url":
-            return Resolved(link=link)
+        if folder is None:
+            folder = posixpath.dirname(src.path)
         if kind == "internal":
-            return self._anchor(Resolved(link=link, target=src.path), src, link.anchor, org=src.path.endswith(".org"))
+            return self._anchor(Dest(target=src.path), src, link.anchor, org=src.path.endswith(".org"))
         if kind in ("wiki", "embed"):
-            r = self._by_name(src.path, link.target, link)
-        elif kind == "md":
-            r = self._by_relpath(src.path, link.target, link, fallback=True)
-        elif kind == "file":
-            r = self._by_relpath(src.path, link.target, link, fallback=False)
+            r = self._by_name(folder, link.target)
+        elif kind in ("md", "file"):
+            r = self._by_relpath(folder, link.target, kind)
         elif kind == "denote":
-            r = self._unique(self._by_id.get(link.target, []), link, "no such identifier")
+            r = self._unique(self._by_id.get(link.target, []), "no such identifier")
         elif kind == "id":
-            r = self._unique(self._by_uuid.get(link.target, []), link, NO_ID)
+            r = self._unique(self._by_uuid.get(link.target, []), NO_ID)
         else:
-            return Resolved(link=link)
+            return NOWHERE
         if r.target is None or not link.anchor:
             return r
         return self._anchor(r, self.notes[r.target], link.anchor, org=kind in ("file", "denote", "id"))
 
-    def _unique(self, paths: list[str], link: Link, missing: str) -> Resolved:
+    def _unique(self, paths: list[str], missing: str) -> Dest:
         if len(paths) == 1:
-            return Resolved(link=link, target=paths[0])
+            return Dest(target=paths[0])
         if not paths:
-            return Resolved(link=link, broken=missing)
-        return Resolved(link=link, broken=AMBIGUOUS, candidates=sorted(paths))
+            return Dest(broken=missing)
+        return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
-    def _pick(self, src_path: str, paths: list[str], link: Link) -> Resolved:
+    def _pick(self, folder: str, paths: list[str]) -> Dest:
         """Several notes share a name: the one in the note's own folder, else the single
         shallowest one, else ambiguous."""
         if len(paths) <= 1:
-            return self._unique(paths, link, NO_NOTE)
-        folder = posixpath.dirname(src_path)
+            return self._unique(paths, NO_NOTE)
         here = [p for p in paths if posixpath.dirname(p) == folder]
         if len(here) == 1:
-            return Resolved(link=link, target=here[0])
+            return Dest(target=here[0])
         depth = min(p.count("/") for p in paths)
         top = [p for p in paths if p.count("/") == depth]
         if len(top) == 1:
-            return Resolved(link=link, target=top[0])
-        return Resolved(link=link, broken=AMBIGUOUS, candidates=sorted(paths))
+            return Dest(target=top[0])
+        return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
     def _exact(self, path: str) -> str | None:
         """The note at this vault path, trying the note extensions when it has none."""
@@ -172,19 +255,19 @@ class Graph:
                     return self._by_path[k + ext]
         return None
 
-    def _by_name(self, src_path: str, target: str, link: Link) -> Resolved:
+    def _by_name(self, folder: str, target: str) -> Dest:
         t = target.replace("\\", "/").strip()
         if "/" in t.strip("/"):
             t = t.lstrip("/")
-            for cand in (posixpath.normpath(posixpath.join(posixpath.dirname(src_path), t)), posixpath.normpath(t)):
+            for cand in (posixpath.normpath(posixpath.join(folder, t)), posixpath.normpath(t)):
                 found = self._exact(cand)
                 if found:
-                    return Resolved(link=link, target=found)
+                    return Dest(target=found)
             kt = key(t)
             suffixes = (kt,) if kt.endswith(NOTE_EXTS) else tuple(kt + e for e in NOTE_EXTS)
             paths = [p for p in self._by_stem.get(key(stem_of(t)), []) if key(p).endswith(tuple("/" + s for s in suffixes))]
             if paths:
-                return self._pick(src_path, paths, link)
+                return self._pick(folder, paths)
         else:
             t = t.strip("/")
             name = stem_of(t)
@@ -192,112 +275,125 @@ class Graph:
             if t.lower().endswith(NOTE_EXTS):
                 paths = [p for p in paths if key(p.rsplit("/", 1)[-1]) == key(t)]
             if paths:
-                return self._pick(src_path, paths, link)
+                return self._pick(folder, paths)
             aliases = self._by_alias.get(key(t), [])
             if aliases:
-                return self._pick(src_path, sorted(set(aliases)), link)
+                return self._pick(folder, sorted(set(aliases)))
         if _has_attachment_ext(t):
-            return Resolved(link=link)  # an attachment, not a note
-        return Resolved(link=link, broken=NO_NOTE)
+            return NOWHERE  # an attachment, not a note
+        return Dest(broken=NO_NOTE)
 
-    def _by_relpath(self, src_path: str, target: str, link: Link, fallback: bool) -> Resolved:
+    def _by_relpath(self, folder: str, target: str, kind: str) -> Dest:
         t = target.strip()
-        if t.startswith("~") or (t.startswith("/") and link.kind == "file"):
-            return Resolved(link=link, broken=OUTSIDE)
+        if t.startswith("~") or (t.startswith("/") and kind == "file"):
+            return Dest(broken=OUTSIDE)
         if t.startswith("/"):
             rel = posixpath.normpath(t.lstrip("/"))
         else:
-            rel = posixpath.normpath(posixpath.join(posixpath.dirname(src_path), t))
+            rel = posixpath.normpath(posixpath.join(folder, t))
         if rel.startswith("../") or rel == "..":
-            return Resolved(link=link, broken=OUTSIDE)
+            return Dest(broken=OUTSIDE)
         found = self._exact(rel)
         if found:
-            return Resolved(link=link, target=found)
+            return Dest(target=found)
         if t.endswith("/"):
-            return Resolved(link=link)  # a folder
-        if fallback:
-            r = self._by_name(src_path, t.rsplit("/", 1)[-1], link)
+            return NOWHERE  # a folder
+        if kind == "md":  # Obsidian writes shortest-path Markdown links too
+            r = self._by_name(folder, t.rsplit("/", 1)[-1])
             if r.target or r.broken == AMBIGUOUS:
                 return r
         if _has_attachment_ext(t) or not t.lower().endswith(NOTE_EXTS) and "." in t.rsplit("/", 1)[-1]:
-            return Resolved(link=link)
-        return Resolved(link=link, broken=NO_NOTE)
+            return NOWHERE
+        return Dest(broken=NO_NOTE)
 
-    def _anchor(self, r: Resolved, note: Note, anchor: str, org: bool) -> Resolved:
+    def _anchors(self, note: Note) -> "_Anchors":
+        a = self._anchor_index.get(note.path)
+        if a is None:
+            a = self._anchor_index[note.path] = _Anchors(note)
+        return a
+
+    def _anchor(self, r: Dest, note: Note, anchor: str, org: bool) -> Dest:
         a = anchor.strip()
         if not a:
             return r
+        idx = self._anchors(note)
         if a.startswith("^"):
-            for b in note.blocks:
-                if b.id == a[1:]:
-                    r.line = b.line
-                    return r
-            return self._broken_anchor(r, NO_BLOCK)
+            r.line = idx.blocks.get(a[1:])
+            return r if r.line else self._broken_anchor(r, NO_BLOCK)
         if org and a.startswith("*"):
-            want = _fuzzy(a[1:])
-            for h in note.headings:
-                if _fuzzy(h.text) == want:
-                    r.line = h.line
-                    return r
-            return self._broken_anchor(r, NO_HEADING)
+            r.line = idx.loose.get(loose(a[1:]))
+            return r if r.line else self._broken_anchor(r, NO_HEADING)
         if org and a.startswith("#"):
-            want = a[1:]
-            for h in note.headings:
-                if h.anchor == want or loose(h.text) == loose(want):
-                    r.line = h.line
-                    return r
-            return self._broken_anchor(r, NO_HEADING)
-        if org and (a.isdigit() or not a.startswith(("*", "#"))):
-            for b in note.blocks:  # <<target>>
-                if key(b.id) == key(a):
-                    r.line = b.line
-                    return r
-            r.line = next((h.line for h in note.headings if _fuzzy(h.text) == _fuzzy(a)), None)
-            return r  # a line number or a text search: Org finds those anywhere
+            r.line = idx.ids.get(a[1:]) or idx.loose.get(loose(a[1:]))
+            return r if r.line else self._broken_anchor(r, NO_HEADING)
+        if org:
+            # <<target>>, a line number or a text search: Org finds those anywhere
+            r.line = idx.blocks_key.get(key(a)) or idx.loose.get(loose(a))
+            return r
         # Obsidian `#Heading` (nested `#H1#H2`: the last one), GitHub `#slug`
         last = a.rsplit("#", 1)[-1]
-        want_f, want_l = _fuzzy(last), loose(last)
-        for h in note.headings:
-            if _fuzzy(h.text) == want_f or h.anchor == last or loose(h.text) == want_l:
-                r.line = h.line
-                return r
-        return self._broken_anchor(r, NO_HEADING)
+        r.line = idx.ids.get(last) or idx.loose.get(loose(last))
+        return r if r.line else self._broken_anchor(r, NO_HEADING)
 
     @staticmethod
-    def _broken_anchor(r: Resolved, reason: str) -> Resolved:
+    def _broken_anchor(r: Dest, reason: str) -> Dest:
         r.broken = reason
         return r
 
     # -- queries ----------------------------------------------------------------
 
+    def links(self, path: str) -> list[Resolved]:
+        """Every link written in `path`, with where it leads."""
+        with self._lock:
+            note = self.notes.get(path)
+            return [Resolved(l, d) for l, d in zip(note.links, self._out.get(path, ()))] if note else []
+
     def edges(self, path: str) -> set[str]:
         """Notes `path` links to (resolved, not itself)."""
-        return {r.target for r in self.out.get(path, []) if r.target and r.target != path}
+        return {d.target for d in self._out.get(path, ()) if d.target and d.target != path}
+
+    @property
+    def back(self) -> dict[str, set[str]]:
+        """target -> the notes linking to it."""
+        with self._lock:
+            return {t: set(srcs) for t, srcs in self._back.items() if srcs}
 
     def backlinks(self, path: str) -> list[tuple[str, Resolved]]:
-        return sorted(self.back.get(path, []), key=lambda t: (t[0], t[1].link.line, t[1].link.col))
+        with self._lock:
+            items = [(s, Resolved(self.notes[s].links[i], self._out[s][i]))
+                     for s, idx in self._back.get(path, {}).items() for i in idx]
+        return sorted(items, key=lambda t: (t[0], t[1].link.line, t[1].link.col))
 
-    def broken(self) -> Iterable[tuple[str, Resolved]]:
-        for src in sorted(self.out):
-            for r in self.out[src]:
-                if r.broken:
-                    yield src, r
+    def sources(self, path: str) -> set[str]:
+        with self._lock:
+            return set(self._back.get(path, ()))
+
+    def broken(self) -> list[tuple[str, Resolved]]:
+        with self._lock:
+            return [(src, Resolved(self.notes[src].links[i], d)) for src in sorted(self._out)
+                    for i, d in enumerate(self._out[src]) if d.broken]
+
+    def count(self) -> tuple[int, int]:
+        """(links, broken links)."""
+        with self._lock:
+            return sum(len(v) for v in self._out.values()), sum(1 for v in self._out.values() for d in v if d.broken)
 
     def orphans(self) -> list[str]:
-        return sorted(p for p in self.notes if not self.back.get(p) and not self.edges(p))
+        with self._lock:
+            return sorted(p for p in self.notes if not self._back.get(p) and not self.edges(p))
 
     def neighbours(self, path: str, depth: int) -> tuple[list[str], list[tuple[str, str]]]:
         """Notes within `depth` links of `path` in either direction, and the edges among them."""
-        seen = {path}
-        frontier = {path}
-        for _ in range(depth):
-            nxt = set()
-            for p in frontier:
-                nxt |= self.edges(p)
-                nxt |= {s for s, _ in self.back.get(p, [])}
-            frontier = nxt - seen
-            seen |= frontier
-        edges = sorted({(s, t) for s in seen for t in self.edges(s) if t in seen})
+        with self._lock:
+            seen = {path}
+            frontier = {path}
+            for _ in range(depth):
+                nxt = set()
+                for p in frontier:
+                    nxt |= self.edges(p) | self.sources(p)
+                frontier = nxt - seen
+                seen |= frontier
+            edges = sorted({(s, t) for s in seen for t in self.edges(s) if t in seen})
         return sorted(seen), edges
 
     def find(self, name: str, vault_root: str | None = None) -> list[str]:
@@ -322,7 +418,43 @@ class Graph:
         for table in (self._by_id, self._by_uuid):
             if n in table:
                 return sorted(table[n])
-        r = self._by_name("", n, Link(line=0, col=0, raw=n, kind="wiki", target=n))
+        r = self._by_name("", n)
         if r.target:
             return [r.target]
         return r.candidates
+
+
+class _Anchors:
+    """A note's headings and blocks, by every form a link may name them in: line numbers."""
+
+    __slots__ = ("loose", "ids", "blocks", "blocks_key")
+
+    def __init__(self, note: Note):
+        self.loose: dict[str, int] = {}
+        self.ids: dict[str, int] = {}
+        for h in reversed(note.headings):  # the first heading of a name wins
+            self.loose[loose(h.text)] = h.line
+            self.ids[h.anchor] = h.line
+        self.blocks = {b.id: b.line for b in note.blocks}
+        self.blocks_key = {key(b.id): b.line for b in note.blocks}
+
+
+def _keys(n: Note) -> list[str]:
+    """The lookup keys a note answers to (see `_deps`)."""
+    ks = ["n:" + key(stem_of(n.path))] + ["a:" + key(a) for a in n.aliases] + ["u:" + u for u in n.uuids]
+    return ks + ["d:" + n.id] if n.id else ks
+
+
+def _deps(link: Link) -> list[str]:
+    """The lookup keys a link's resolution depends on: a note appearing or vanishing under
+    one of them may change where the link leads."""
+    kind = link.kind
+    if kind in ("wiki", "embed", "md", "file"):
+        t = link.target.replace("\\", "/").rstrip("/")
+        base = t.rsplit("/", 1)[-1]
+        return ["n:" + key(stem_of(base)), "a:" + key(t), "a:" + key(base)]
+    if kind == "denote":
+        return ["d:" + link.target]
+    if kind == "id":
+        return ["u:" + link.target]
+    return []

@@ -19,7 +19,7 @@ class Block(msgspec.Struct, array_like=True):
     line: int
 
 
-class Link(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Link(msgspec.Struct, kw_only=True, array_like=True):
     line: int
     col: int
     """1-based line and column (in characters) where the link starts."""

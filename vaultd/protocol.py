@@ -38,7 +38,35 @@ class Search(Request, tag="search"):
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
 
 
-REQUESTS = (Ping, Status, Search)
+NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+
+
+class Backlinks(Request, tag="backlinks"):
+    note: NoteName
+
+
+class Links(Request, tag="links"):
+    note: NoteName
+
+
+class Graph(Request, tag="graph"):
+    note: NoteName
+    depth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+
+
+class Broken(Request, tag="broken"):
+    pass
+
+
+class Orphans(Request, tag="orphans"):
+    pass
+
+
+class Tags(Request, tag="tags"):
+    pass
+
+
+REQUESTS = (Ping, Status, Search, Backlinks, Links, Graph, Broken, Orphans, Tags)
 OPS = tuple(r.__struct_config__.tag for r in REQUESTS)
 _decoder = msgspec.json.Decoder(Union[REQUESTS])  # type: ignore[valid-type]
 _encoder = msgspec.json.Encoder()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import __version__, protocol
 from .config import Config
-from .errors import SocketInUse, VaultError
+from .errors import QueryError, SocketInUse, VaultError
 from .vault import Vault
 from .watcher import RESCAN, Debouncer, Watcher
 
@@ -248,21 +248,36 @@ class Server:
             return protocol.error(e.id, e.code, e.message)
         try:
             return protocol.ok(req.id, self._dispatch(req))
+        except QueryError as e:
+            return protocol.error(req.id, e.code, str(e))
         except Exception as e:
             logger.exception("request %r failed", req)
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
 
     def _dispatch(self, req: protocol.Request):
         v = self.vault
-        if isinstance(req, protocol.Search):
-            return v.search(req.q, req.limit)
-        if isinstance(req, protocol.Status):
-            return {
-                **v.status(),
-                "pid": os.getpid(),
-                "socket": str(self.socket_path),
-                "pending": max(self.debouncer.pending, v.in_flight),
-            }
-        if isinstance(req, protocol.Ping):
-            return {"pong": True, "version": __version__}
+        match req:
+            case protocol.Search():
+                return v.search(req.q, req.limit)
+            case protocol.Backlinks():
+                return v.backlinks(req.note)
+            case protocol.Links():
+                return v.links(req.note)
+            case protocol.Graph():
+                return v.neighbourhood(req.note, req.depth)
+            case protocol.Broken():
+                return v.broken()
+            case protocol.Orphans():
+                return v.orphans()
+            case protocol.Tags():
+                return v.tags()
+            case protocol.Status():
+                return {
+                    **v.status(),
+                    "pid": os.getpid(),
+                    "socket": str(self.socket_path),
+                    "pending": max(self.debouncer.pending, v.in_flight),
+                }
+            case protocol.Ping():
+                return {"pong": True, "version": __version__}
         raise AssertionError(f"no handler for {type(req).__name__}")

@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -15,7 +16,9 @@ import msgspec
 
 from . import __version__
 from .config import Config
+from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
+from .graph import Graph, Resolved
 from .index import NoteIndex
 from .note import Note
 from .parse import decode, parse_file
@@ -37,6 +40,10 @@ class Vault:
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
         self.notes: dict[str, Note] = self.index.load_notes()
+        """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
+        self.graph: Graph | None = None
+        """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
+        self._graph_ready = threading.Event()
         self.generation = 0
         self.parsed = 0
         """Files read and parsed since start (restarts re-parse only what changed)."""
@@ -51,8 +58,9 @@ class Vault:
 
     # -- change -----------------------------------------------------------------
 
-    def reconcile(self, progress: Progress | None = None) -> tuple[int, int]:
-        """Bring the index in line with the vault by a stat scan. Returns (upserted, deleted)."""
+    def reconcile(self, progress: Progress | None = None, graph: bool = True) -> tuple[int, int]:
+        """Bring the index in line with the vault by a stat scan, then build the link graph
+        if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
         on_disk = dict(self.accept.walk(self.root))
         changed = [
             rel
@@ -63,6 +71,12 @@ class Vault:
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
         result = self.apply(changed + gone, progress=progress)
         self.reconciled = True
+        if graph and self.graph is None:
+            with self._apply_lock:
+                t = time.perf_counter()
+                self.graph = Graph(self.notes)
+                self._graph_ready.set()
+                logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
         return result
 
     def apply(self, paths: Iterable[str], progress: Progress | None = None) -> tuple[int, int]:
@@ -102,11 +116,16 @@ class Vault:
         if not upserts and not deletes:
             return 0, 0
         self.index.apply(upserts, deletes)
-        for rel in deletes:
-            self.notes.pop(rel, None)
+        notes = dict(self.notes)
+        gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
         for note in upserts:
-            self.notes[note.path] = msgspec.structs.replace(note, body="")
+            notes[note.path] = msgspec.structs.replace(note, body="")
+        self.notes = notes
+        if self.graph is not None:
+            self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
         self.generation += 1
+        for old, new in _moves(gone, upserts).items():
+            logger.info("moved: %s -> %s", old, new)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
 
@@ -170,6 +189,67 @@ class Vault:
         skip = split_front_matter(text.split("\n", 200)) if rel.endswith(".md") else 0
         return best_lines(text, matcher, skip=skip)
 
+    # -- graph ------------------------------------------------------------------
+
+    def _ready_graph(self) -> Graph:
+        if not self._graph_ready.wait(120):
+            raise QueryError("the link graph is still being built; try again in a moment")
+        return self.graph
+
+    def find_note(self, name: str) -> str:
+        """The vault path of the note `name` means; raises NoteNotFound or AmbiguousNote."""
+        found = self._ready_graph().find(name, str(self.root))
+        if not found:
+            raise NoteNotFound(name)
+        if len(found) > 1:
+            raise AmbiguousNote(name, found)
+        return found[0]
+
+    def backlinks(self, name: str) -> dict:
+        path = self.find_note(name)
+        g = self.graph
+        items = [dict(path=src, **_link_json(r)) for src, r in g.backlinks(path)]
+        _add_context(self.root, items)
+        return {"note": path, "title": g.notes[path].title, "backlinks": items}
+
+    def links(self, name: str) -> dict:
+        path = self.find_note(name)
+        items = [_link_json(r) for r in self.graph.links(path)]
+        return {"note": path, "title": self.graph.notes[path].title, "links": items}
+
+    def neighbourhood(self, name: str, depth: int) -> dict:
+        path = self.find_note(name)
+        g = self.graph
+        nodes, edges = g.neighbours(path, depth)
+        return {
+            "note": path,
+            "depth": depth,
+            "nodes": [{"path": p, "title": g.notes[p].title} for p in nodes],
+            "edges": [list(e) for e in edges],
+        }
+
+    def broken(self) -> dict:
+        items = [dict(path=src, **_link_json(r)) for src, r in self._ready_graph().broken()]
+        return {"total": len(items), "broken": items}
+
+    def orphans(self) -> dict:
+        g = self._ready_graph()
+        return {"orphans": [{"path": p, "title": g.notes[p].title} for p in g.orphans()]}
+
+    def tags(self) -> dict:
+        counts: Counter[str] = Counter()
+        pairs: dict[str, Counter[str]] = {}
+        for n in self.notes.values():
+            counts.update(n.tags)
+            for t in n.tags:
+                pairs.setdefault(t, Counter()).update(o for o in n.tags if o != t)
+        return {
+            "tags": [
+                {"tag": t, "count": c, "related": [[o, k] for o, k in pairs[t].most_common(5)]}
+                for t, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            ]
+        }
+
     def status(self) -> dict:
         return {
             "version": __version__,
@@ -180,5 +260,41 @@ class Vault:
             "parsed": self.parsed,
             "reconciled": self.reconciled,
             "problems": sum(1 for n in self.notes.values() if n.problems),
+            **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
+            "graph": "ready" if self.graph else "building",
             "uptime_s": round(time.time() - self.started, 1),
         }
+
+
+def _moves(gone: dict[str, Note], added: list[Note]) -> dict[str, str]:
+    """Notes that vanished and reappeared in one batch: same Denote identifier, or same bytes."""
+    by_id = {n.id: n.path for n in added if n.id}
+    by_hash = {n.hash: n.path for n in added}
+    out = {}
+    for old, n in gone.items():
+        new = (n.id and by_id.get(n.id)) or by_hash.get(n.hash)
+        if new and new != old:
+            out[old] = new
+    return out
+
+
+def _link_json(r: Resolved) -> dict:
+    ln = r.link
+    d = {"line": ln.line, "col": ln.col, "raw": ln.raw, "kind": ln.kind, "target": ln.target, "anchor": ln.anchor,
+         "resolved": r.target, "resolved_line": r.line, "broken": r.broken}
+    if r.candidates:
+        d["candidates"] = r.candidates
+    return d
+
+
+def _add_context(root: Path, items: list[dict]) -> None:
+    """Give each item the text of the line it stands on, read from its file."""
+    cache: dict[str, list[str]] = {}
+    for it in items:
+        lines = cache.get(it["path"])
+        if lines is None:
+            try:
+                lines = cache[it["path"]] = decode((root / it["path"]).read_bytes())[0].split("\n")
+            except OSError:
+                lines = cache[it["path"]] = []
+        it["text"] = lines[it["line"] - 1] if 0 < it["line"] <= len(lines) else ""

@@ -33,6 +33,27 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-n", "--limit", type=int, default=10, help="at most this many notes (default 10)")
     s.add_argument("--json", action="store_true", help="print the JSON result")
     s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
+
+    for name, helptext in (("backlinks", "links into NOTE, with the line each stands on"),
+                           ("links", "links out of NOTE: where each leads, or why it is broken")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("note", metavar="NOTE", help="a path, Denote identifier, Org ID or note name")
+        s.add_argument("--json", action="store_true", help="print JSON")
+        s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
+
+    s = sub.add_parser("graph", help="notes around NOTE, both directions")
+    s.add_argument("note", metavar="NOTE")
+    s.add_argument("-d", "--depth", type=int, default=1, help="how many links away (1-5, default 1)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--format", choices=("human", "paths", "dot"), default="human", help="output format")
+
+    for name, helptext in (("broken", "every broken link, with the reason"),
+                           ("orphans", "notes nothing links to and that link nowhere"),
+                           ("tags", "each tag, its count and the tags that share notes with it")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("--json", action="store_true", help="print JSON")
+        if name != "tags":
+            s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
     return p
 
 
@@ -102,41 +123,124 @@ def print_search(res: dict, fmt: str) -> None:
 
 
 def print_status(st: dict) -> None:
-    for k in ("vault", "notes", "pending", "generation", "reconciled", "problems", "socket", "pid", "version", "uptime_s"):
+    for k in ("vault", "notes", "links", "broken", "pending", "generation", "reconciled", "problems", "socket", "pid",
+              "version", "uptime_s"):
         if k in st:
             print(f"{k + ':':<12}{st[k]}")
+
+
+def _where(link: dict) -> str:
+    if link.get("broken"):
+        extra = f": {', '.join(link['candidates'])}" if link.get("candidates") else ""
+        return f"BROKEN ({link['broken']}{extra})"
+    if link.get("resolved"):
+        return link["resolved"] + (f":{link['resolved_line']}" if link.get("resolved_line") else "")
+    return link["kind"]
+
+
+def _byte_col(text: str, col: int) -> int:
+    return len(text[: col - 1].encode()) + 1
+
+
+def print_links(res: dict, items: list[dict], fmt: str, vault: str, mode: str) -> None:
+    """backlinks, links and broken: one line per link."""
+    w = sys.stdout.write
+    if fmt == "paths":
+        seen = dict.fromkeys(_display_path(vault, it["path"] if mode != "links" else it["resolved"] or "")
+                             for it in items if mode != "links" or it.get("resolved"))
+        for p in seen:
+            w(p + "\n")
+        return
+    for it in items:
+        src = _display_path(vault, it.get("path", res.get("note", "")))
+        if fmt == "vimgrep":
+            text = it.get("text", it["raw"])
+            col = _byte_col(text, it["col"]) if "text" in it else 1
+            w(f"{src}:{it['line']}:{col}:{text if mode == 'backlinks' else it['raw'] + '  -> ' + _where(it)}\n")
+        elif mode == "backlinks":
+            w(f"{src}:{it['line']}:{it['col']}: {it.get('text', it['raw']).strip()}\n")
+        elif mode == "links":
+            w(f"{it['line']:>5}:{it['col']:<4} {it['raw']}  -> {_where(it)}\n")
+        else:
+            w(f"{src}:{it['line']}:{it['col']}: {it['raw']}  -> {_where(it)}\n")
+
+
+def print_graph(res: dict, fmt: str, vault: str) -> None:
+    if fmt == "dot":
+        titles = {n["path"]: n["title"] for n in res["nodes"]}
+        print("digraph vault {")
+        print('  node [shape=box, style=rounded];')
+        for p, t in titles.items():
+            attrs = ', penwidth=2' if p == res["note"] else ""
+            print(f"  {json.dumps(p)} [label={json.dumps(t)}{attrs}];")
+        for a, b in res["edges"]:
+            print(f"  {json.dumps(a)} -> {json.dumps(b)};")
+        print("}")
+        return
+    for n in res["nodes"]:
+        p = _display_path(vault, n["path"])
+        print(p if fmt == "paths" else f"{p}  {n['title']}")
+    if fmt == "human":
+        for a, b in res["edges"]:
+            print(f"  {a} -> {b}")
+
+
+def _run(c: Client, args) -> int:
+    cmd = args.command
+    if cmd == "status":
+        st = c.request("status")
+        print(json.dumps(st, ensure_ascii=False, indent=2)) if args.json else print_status(st)
+        return EXIT_OK
+    if cmd == "search":
+        if args.limit < 1:
+            print("vaultq: --limit must be at least 1", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("search", q=" ".join(args.query), limit=args.limit)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
+        return EXIT_OK if res["hits"] else EXIT_NONE
+    vault = c.request("status")["vault"] if not args.json else ""
+    if cmd in ("backlinks", "links"):
+        res = c.request(cmd, note=args.note)
+        items = res[cmd]
+    elif cmd == "graph":
+        if not 1 <= args.depth <= 5:
+            print("vaultq: --depth must be 1 to 5", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("graph", note=args.note, depth=args.depth)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format, vault)
+        return EXIT_OK
+    else:
+        res = c.request(cmd)
+        items = res[cmd]
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    elif cmd == "tags":
+        for t in items:
+            rel = ", ".join(f"{o} ({k})" for o, k in t["related"])
+            print(f"{t['count']:>6}  {t['tag']}" + (f"   with {rel}" if rel else ""))
+    elif cmd == "orphans":
+        for n in items:
+            p = _display_path(vault, n["path"])
+            print(p if args.format != "human" else f"{p}  {n['title']}")
+    else:
+        print_links(res, items, args.format, vault, cmd)
+    return EXIT_OK if items else EXIT_NONE
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         with Client(_socket(args)) as c:
-            if args.command == "status":
-                st = c.request("status")
-                if args.json:
-                    print(json.dumps(st, ensure_ascii=False, indent=2))
-                else:
-                    print_status(st)
-                return EXIT_OK
-            if args.command == "search":
-                if args.limit < 1:
-                    print("vaultq: --limit must be at least 1", file=sys.stderr)
-                    return EXIT_USAGE
-                res = c.request("search", q=" ".join(args.query), limit=args.limit)
-                if args.json:
-                    print(json.dumps(res, ensure_ascii=False))
-                else:
-                    print_search(res, args.format)
-                return EXIT_OK if res["hits"] else EXIT_NONE
+            return _run(c, args)
     except DaemonUnavailable as e:
         print(f"vaultq: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except RequestFailed as e:
-        print(f"vaultq: {e.code}: {e.message}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"vaultq: {e.message}" if e.code in ("not_found", "ambiguous") else f"vaultq: {e.code}: {e.message}",
+              file=sys.stderr)
+        return EXIT_NONE if e.code == "not_found" else EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
-    return EXIT_USAGE
 
 
 def entry() -> None:

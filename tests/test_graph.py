@@ -1,0 +1,131 @@
+"""Link resolution against a whole vault, one rule at a time."""
+
+import pytest
+
+from vaultd.graph import Graph
+from vaultd.parse import parse_file
+
+
+def build(files: dict[str, str]) -> Graph:
+    return Graph({p: parse_file(p, t.encode()) for p, t in files.items()})
+
+
+def resolved(g: Graph, src: str) -> list[tuple]:
+    return [(r.link.raw, r.target, r.line, r.broken) for r in g.links(src)]
+
+
+def one(files: dict[str, str], src: str = "src.md"):
+    g = build(files)
+    (r,) = g.links(src)
+    return r.target, r.line, r.broken, r.candidates
+
+
+def test_wikilink_unique_file_name_case_insensitive_extension_optional():
+    files = {"a/Deep Work.md": "# Deep Work\n", "src.md": "[[deep work]]"}
+    assert one(files)[0] == "a/Deep Work.md"
+    assert one({**files, "src.md": "[[Deep Work.md]]"})[0] == "a/Deep Work.md"
+
+
+def test_wikilink_path_relative_then_vault_then_suffix():
+    files = {"x/y/N.md": "", "x/N.md": "", "N.md": "", "x/src.md": "[[y/N]]"}
+    assert one(files, "x/src.md")[0] == "x/y/N.md"
+    assert one({**files, "x/src.md": "[[x/N]]"}, "x/src.md")[0] == "x/N.md"
+    assert one({"deep/er/x/N.md": "", "src.md": "[[er/x/N]]"})[0] == "deep/er/x/N.md"
+
+
+def test_same_name_prefers_own_folder_then_the_single_shallowest_else_ambiguous():
+    files = {"a/N.md": "", "b/N.md": "", "a/src.md": "[[N]]"}
+    assert one(files, "a/src.md")[0] == "a/N.md"
+    assert one({"N.md": "", "b/c/N.md": "", "x/src.md": "[[N]]"}, "x/src.md")[0] == "N.md"
+    target, _, broken, cands = one({"a/N.md": "", "b/N.md": "", "c/src.md": "[[N]]"}, "c/src.md")
+    assert target is None and broken == "ambiguous" and cands == ["a/N.md", "b/N.md"]
+
+
+def test_wikilink_by_alias_after_file_names():
+    files = {"Deep work.md": "---\naliases: [focus, Flow]\n---\n", "src.md": "[[flow]]"}
+    assert one(files)[0] == "Deep work.md"
+    assert one({**files, "flow.md": "", "src.md": "[[flow]]"})[0] == "flow.md", "a file name beats an alias"
+
+
+def test_org_note_by_wikilink_name():
+    assert one({"20250101T000000--title__kw.org": "", "src.md": "[[20250101T000000--title__kw]]"})[0].endswith(".org")
+
+
+def test_markdown_links():
+    files = {"notes/My Note.md": "# Sec One\n", "notes/src.md": "[a](My%20Note.md#sec-one)"}
+    assert one(files, "notes/src.md")[:2] == ("notes/My Note.md", 1)
+    assert one({**files, "notes/src.md": "[a](/notes/My%20Note.md)"}, "notes/src.md")[0] == "notes/My Note.md"
+    assert one({**files, "notes/src.md": "[a](../../out.md)"}, "notes/src.md")[2] == "outside the vault"
+    assert one({**files, "other/src.md": "[a](My%20Note.md)"}, "other/src.md")[0] == "notes/My Note.md", "by name, as Obsidian"
+    assert one({**files, "notes/src.md": "![pic](img/x.png)"}, "notes/src.md")[:3] == (None, None, None), "attachments are not broken"
+    assert one({**files, "notes/src.md": "[a](nope.md)"}, "notes/src.md")[2] == "no such note"
+
+
+def test_org_file_links_with_search_options():
+    files = {
+        "a/t.org": "* First Head\n* Second :tag:\n:PROPERTIES:\n:CUSTOM_ID: sec\n:END:\n",
+        "a/b/src.org": "[[file:../t.org::*First Head][x]] [[file:../t.org::#sec]] [[file:../t.org::*Nope]] [[file:../t.org::some text]]",
+    }
+    g = build(files)
+    assert resolved(g, "a/b/src.org") == [
+        ("[[file:../t.org::*First Head][x]]", "a/t.org", 1, None),
+        ("[[file:../t.org::#sec]]", "a/t.org", 2, None),
+        ("[[file:../t.org::*Nope]]", "a/t.org", None, "no such heading"),
+        ("[[file:../t.org::some text]]", "a/t.org", None, None),
+    ]
+
+
+def test_id_and_denote_links():
+    files = {
+        "20250101T000000--t__k.org": ":PROPERTIES:\n:ID: FILE-ID\n:END:\n* H\n:PROPERTIES:\n:ID: HEAD-ID\n:CUSTOM_ID: cid\n:END:\n",
+        "src.org": "[[id:FILE-ID]] [[id:HEAD-ID][h]] [[denote:20250101T000000]] [[denote:20250101T000000::#cid]] [[id:NOPE]] [[denote:19990101T000000]]",
+    }
+    g = build(files)
+    assert [(t, l, b) for _, t, l, b in resolved(g, "src.org")] == [
+        ("20250101T000000--t__k.org", None, None),
+        ("20250101T000000--t__k.org", None, None),
+        ("20250101T000000--t__k.org", None, None),
+        ("20250101T000000--t__k.org", 4, None),
+        (None, None, "no such ID"),
+        (None, None, "no such identifier"),
+    ]
+
+
+def test_heading_and_block_anchors():
+    files = {
+        "T.md": "# Top\n## Sub: Part (x)\npara ^blk\n",
+        "src.md": "[[T#Sub Part (x)]] [[T#sub-part-x]] [[T#Top#Sub: Part (x)]] [[T#^blk]] [[T#^nope]] [[T#Nope]] [[#Local]]\n# Local\n",
+    }
+    g = build(files)
+    assert [(l, b) for _, _, l, b in resolved(g, "src.md")] == [
+        (2, None), (2, None), (2, None), (3, None), (None, "no such block"), (None, "no such heading"), (2, None),
+    ]
+
+
+def test_backlinks_orphans_neighbours():
+    g = build({"a.md": "[[b]] [[c]]", "b.md": "[[c]]", "c.md": "", "lone.md": "", "self.md": "[[self]]"})
+    assert sorted(s for s, _ in g.backlinks("c.md")) == ["a.md", "b.md"]
+    assert g.orphans() == ["lone.md", "self.md"]
+    nodes, edges = g.neighbours("b.md", 1)
+    assert nodes == ["a.md", "b.md", "c.md"]
+    assert edges == [("a.md", "b.md"), ("a.md", "c.md"), ("b.md", "c.md")]
+
+
+@pytest.mark.parametrize("name, want", [
+    ("notes/Deep work.md", ["notes/Deep work.md"]),
+    ("/V/notes/Deep work.md", ["notes/Deep work.md"]),
+    ("deep work", ["notes/Deep work.md"]),
+    ("[[Deep work]]", ["notes/Deep work.md"]),
+    ("focus", ["notes/Deep work.md"]),
+    ("20250101T000000", ["20250101T000000--x.org"]),
+    ("denote:20250101T000000", ["20250101T000000--x.org"]),
+    ("FILE-ID", ["20250101T000000--x.org"]),
+    ("id:FILE-ID", ["20250101T000000--x.org"]),
+    ("dup", ["a/dup.md", "b/dup.md"]),
+    ("nothing", []),
+    ("/elsewhere/x.md", []),
+])
+def test_find_note_by_any_name(name, want):
+    g = build({"notes/Deep work.md": "---\naliases: [focus]\n---\n", "20250101T000000--x.org": ":PROPERTIES:\n:ID: FILE-ID\n:END:\n",
+               "a/dup.md": "", "b/dup.md": ""})
+    assert g.find(name, "/V") == want

@@ -1,0 +1,103 @@
+"""Link extraction: every syntax, with line and column; nothing in code; no look-alikes."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vaultd.parse import parse_file
+
+
+def links(name, text):
+    return [(l.line, l.col, l.kind, l.target, l.anchor, l.label) for l in parse_file(name, text.encode()).links]
+
+
+def test_obsidian_wikilinks_and_embeds():
+    assert links("a.md", "x [[Note]] [[Note#Head|alias]] [[Note#^blk]] ![[Pic.png|100]] [[dir/Other.md]]") == [
+        (1, 3, "wiki", "Note", "", ""),
+        (1, 12, "wiki", "Note", "Head", "alias"),
+        (1, 32, "wiki", "Note", "^blk", ""),
+        (1, 46, "embed", "Pic.png", "", "100"),
+        (1, 63, "wiki", "dir/Other.md", "", ""),
+    ]
+
+
+def test_markdown_links_url_encoded_and_angle_brackets():
+    assert links("a.md", "[t](rel/My%20Note.md#sec-1) [u](<my note.md>) ![i](pic.png) [w](https://x.y/a)") == [
+        (1, 1, "md", "rel/My Note.md", "sec-1", "t"),
+        (1, 29, "md", "my note.md", "", "u"),
+        (1, 47, "md", "pic.png", "", "i"),
+        (1, 61, "url", "https://x.y/a", "", "w"),
+    ]
+
+
+def test_org_links():
+    text = "[[file:../a.org::*Some Head][A]] [[file:b.org::#cid]] [[id:U-1]] [[denote:20250101T000000::#x][D]] [[*Local]]"
+    assert links("n.org", text) == [
+        (1, 1, "file", "../a.org", "*Some Head", "A"),
+        (1, 34, "file", "b.org", "#cid", ""),
+        (1, 55, "id", "U-1", "", ""),
+        (1, text.index("[[denote") + 1, "denote", "20250101T000000", "#x", "D"),
+        (1, text.index("[[*Local") + 1, "internal", "", "*Local", ""),
+    ]
+
+
+def test_org_typed_links_in_markdown_files():
+    assert [l[2] for l in links("a.md", "[[denote:20250101T000000]] and [[id:abc][x]] and [[file:x.org]]")] == [
+        "denote", "id", "file",
+    ]
+
+
+def test_line_and_column_count_characters():
+    assert links("a.md", "# 제목\n\n한국어 [[노트]] 링크")[0][:2] == (3, 5)
+
+
+def test_nothing_inside_code():
+    md = "```\n[[fenced]]\n```\n~~~\n[[tilde]]\n~~~\n\n    [[indented]]\n\n`[[inline]]` and ``[[double]]``\n[[real]]"
+    assert [l[3] for l in links("a.md", md)] == ["real"]
+    org = "#+begin_src sh\n[[file:x.org]]\n#+end_src\n#+BEGIN_EXAMPLE\n[[y]]\n#+END_EXAMPLE\n: [[fixed]]\n=[[v]]= ~[[c]]~ [[file:real.org]]"
+    assert [l[3] for l in links("a.org", org)] == ["real.org"]
+
+
+def test_list_items_indented_under_a_list_still_link():
+    assert [l[3] for l in links("a.md", "- item\n    - [[Nested]]\n\t- [[Tabbed]]")] == ["Nested", "Tabbed"]
+
+
+def test_lookalikes_are_not_links():
+    md = '[[TIP("note")]] text [[/TIP]] [[ ]] [[]] [[:digit:]] [[|x]]'
+    assert links("a.md", md) == []
+
+
+def test_other_schemes_are_urls_not_notes():
+    assert [(l[2], l[3]) for l in links("a.org", "[[zk:1234]] [[https://a.b][web]] [[mailto:x@y]]")] == [
+        ("url", "zk:1234"), ("url", "https://a.b"), ("url", "mailto:x@y"),
+    ]
+
+
+def test_bare_urls_drop_trailing_punctuation():
+    assert [l[3] for l in links("a.md", "see https://example.com/a_b. and (http://x.y/z)")] == [
+        "https://example.com/a_b", "http://x.y/z",
+    ]
+
+
+def test_block_ids_and_org_targets():
+    n = parse_file("a.md", b"para one ^blk-1\n\n- item ^item2\n")
+    assert [(b.id, b.line) for b in n.blocks] == [("blk-1", 1), ("item2", 3)]
+    n = parse_file("a.org", b"* H\n<<here>> text\n")
+    assert [(b.id, b.line) for b in n.blocks] == [("here", 2)]
+
+
+def test_body_reads_links_as_their_labels_and_keeps_lines():
+    n = parse_file("a.md", b"---\ntitle: t\n---\nSee [[Deep work|focus]] and [doc](x.md).\nline 5\n")
+    lines = n.body.split("\n")
+    assert lines[3] == "See focus and doc." and lines[4] == "line 5"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["[[", "]]", "[", "]", "(", ")", "!", "#", "^", "|", "::", "*", "file:", "id:",
+                                 "denote:", "http://", "<", ">", "`", "=", "~", "\n", " ", "a", "노트", "%20", "\\"]),
+                max_size=60),
+       st.sampled_from(["a.md", "b.org"]))
+def test_link_soup_never_raises_and_positions_are_real(parts, name):
+    text = "".join(parts)
+    lines = text.replace("\r", "\n").split("\n")
+    for l in parse_file(name, text.encode()).links:
+        assert lines[l.line - 1][l.col - 1 :].startswith(l.raw)
