@@ -262,3 +262,56 @@ def test_sd_notify_ready_and_stopping(vault, tmp_path, short_dir):
     finally:
         proc.kill()
         notify.close()
+
+
+# -- the link graph through the daemon -------------------------------------------------
+
+
+def _backlink_sources(daemon, note):
+    return sorted({b["path"] for b in daemon.request("backlinks", note=note)["backlinks"]})
+
+
+def test_graph_ops(daemon):
+    res = daemon.request("backlinks", note="Deep work")
+    assert res["note"] == "notes/Deep work.md"
+    assert [(b["path"], b["line"]) for b in res["backlinks"]] == [
+        ("journal/2025-11-20.md", 5), ("journal/2025-11-20.md", 5),
+        ("notes/20251016T080208--memory-tiers__agents_memory.org", 17),
+        ("notes/20251101T120000--가치관__철학.md", 9)]
+    j = [b for b in res["backlinks"] if b["path"] == "journal/2025-11-20.md"]
+    assert [(b["raw"], b["col"], b["resolved_line"]) for b in j] == [
+        ("[[Deep work#Rules]]", 9, 11), ("[the note](../notes/Deep%20work.md)", 33, None)]
+    assert j[0]["text"] == "Back to [[Deep work#Rules]] and [the note](../notes/Deep%20work.md)."
+
+    links = daemon.request("links", note="notes/Deep work.md")["links"]
+    assert [(l["kind"], l["resolved"], l["broken"]) for l in links] == [
+        ("denote", "notes/20251016T080208--memory-tiers__agents_memory.org", None), ("wiki", None, "no such note")]
+    assert daemon.request("broken")["total"] == 1
+    g = daemon.request("graph", note="20251016T080208", depth=1)
+    assert [n["path"] for n in g["nodes"]] == ["notes/20251016T080208--memory-tiers__agents_memory.org", "notes/Deep work.md"]
+    tags = {t["tag"]: t for t in daemon.request("tags")["tags"]}
+    assert tags["agents"]["count"] == 1 and tags["agents"]["related"] == [["memory", 1]]
+    assert daemon.send_raw(b'{"op":"backlinks","note":"nope"}\n')["error"]["code"] == "not_found"
+    assert daemon.send_raw(b'{"op":"graph","note":"x","depth":9}\n')["error"]["code"] == "bad_request"
+
+
+def test_backlinks_follow_a_note_renamed_with_mv(daemon):
+    v = daemon.vault
+    (v / "archive").mkdir()
+    g = daemon.status()["generation"]
+    g = daemon.wait_generation(g - 1)["generation"]  # settle
+    # Denote rename: new slug and folder, same identifier: `denote:` links follow it
+    new = v / "archive" / "20251016T080208--memory-tiers-renamed__agents.org"
+    os.rename(v / "notes" / "20251016T080208--memory-tiers__agents_memory.org", new)
+    daemon.wait_generation(g)
+    assert _backlink_sources(daemon, "20251016T080208") == ["notes/Deep work.md"]
+    assert daemon.request("backlinks", note="20251016T080208")["note"] == "archive/" + new.name
+    # A move to another folder: wikilinks by name follow; relative Markdown and Org links break, and say so
+    g = daemon.status()["generation"]
+    (v / "deep").mkdir()
+    os.rename(v / "notes" / "Deep work.md", v / "deep" / "Deep work.md")
+    daemon.wait_generation(g)
+    assert _backlink_sources(daemon, "Deep work") == ["journal/2025-11-20.md", "notes/20251101T120000--가치관__철학.md"]
+    broken = {(b["path"], b["raw"], b["broken"]) for b in daemon.request("broken")["broken"]}
+    assert ("journal/2025-11-20.md", "[the note](../notes/Deep%20work.md)", "no such note") in broken
+    assert ("archive/" + new.name, "[[file:Deep work.md::Rules][deep]]", "no such note") in broken

@@ -298,8 +298,8 @@ class Graph:
             return Dest(target=found)
         if t.endswith("/"):
             return NOWHERE  # a folder
-        if kind == "md":  # Obsidian writes shortest-path Markdown links too
-            r = self._by_name(folder, t.rsplit("/", 1)[-1])
+        if kind == "md" and "/" not in t:  # Obsidian's shortest-path Markdown links: by name
+            r = self._by_name(folder, t)
             if r.target or r.broken == AMBIGUOUS:
                 return r
         if _has_attachment_ext(t) or not t.lower().endswith(NOTE_EXTS) and "." in t.rsplit("/", 1)[-1]:

@@ -113,6 +113,7 @@ class Vault:
                     deletes.append(rel)
             elif note is not False:
                 upserts.append(note)
+        deletes += self._moved_away(upserts, set(deletes))
         if not upserts and not deletes:
             return 0, 0
         self.index.apply(upserts, deletes)
@@ -128,6 +129,27 @@ class Vault:
             logger.info("moved: %s -> %s", old, new)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
+
+    def _moved_away(self, upserts: list[Note], deleting: set[str]) -> list[str]:
+        """Old paths of notes that reappear in this batch under a new path (same Denote
+        identifier or same bytes) and are gone from disk. watchdog can report the two ends
+        of a move half a second apart; this keeps a move in one commit."""
+        new = [n for n in upserts if n.path not in self.notes]
+        if not new:
+            return []
+        by_id: dict[str, list[str]] = {}
+        by_hash: dict[str, list[str]] = {}
+        for p, n in self.notes.items():
+            if n.id:
+                by_id.setdefault(n.id, []).append(p)
+            by_hash.setdefault(n.hash, []).append(p)
+        out = []
+        for n in new:
+            for old in by_id.get(n.id, []) + by_hash.get(n.hash, []) if n.id else by_hash.get(n.hash, []):
+                if old not in deleting and old != n.path and not os.path.lexists(self.root / old):
+                    deleting.add(old)
+                    out.append(old)
+        return out
 
     def _read(self, rel: str, st: os.stat_result | None, max_bytes: int) -> Note | None | bool:
         """The parsed note at `rel`; None when it is gone (or not a note); False when unchanged."""
