@@ -33,6 +33,8 @@ ATTACHMENT_EXTS = frozenset(
     "canvas excalidraw base csv tsv json yaml yml txt html htm zip tar gz xlsx docx pptx epub drawio ics".split()
 )
 _LOOSE = re.compile(r"[\W_]+", re.UNICODE)
+_DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
+_DENDRON_RANGE = re.compile(r"(?:,\d+)?(?::#.*)?$|^\*$")  # `#heading,1:#*`: from that heading on
 
 # Reasons a link is broken
 NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
@@ -209,8 +211,15 @@ class Graph:
             folder = posixpath.dirname(src.path)
         if kind == "internal":
             return self._anchor(Dest(target=src.path), src, link.anchor, org=src.path.endswith(".org"))
+        anchor = link.anchor
         if kind in ("wiki", "embed"):
             r = self._by_name(folder, link.target)
+            if r.broken == NO_NOTE and link.label:  # Dendron writes [[label|note#anchor]]
+                name, _, alt_anchor = _DENDRON_VAULT.sub("", link.label).partition("#")
+                alt = self._by_name(folder, name.strip())
+                if alt.target:
+                    r, anchor = alt, alt_anchor
+            anchor = _DENDRON_RANGE.sub("", anchor)
         elif kind in ("md", "file"):
             r = self._by_relpath(folder, link.target, kind)
         elif kind == "denote":
@@ -219,9 +228,9 @@ class Graph:
             r = self._unique(self._by_uuid.get(link.target, []), NO_ID)
         else:
             return NOWHERE
-        if r.target is None or not link.anchor:
+        if r.target is None or not anchor:
             return r
-        return self._anchor(r, self.notes[r.target], link.anchor, org=kind in ("file", "denote", "id"))
+        return self._anchor(r, self.notes[r.target], anchor, org=kind in ("file", "denote", "id"))
 
     def _unique(self, paths: list[str], missing: str) -> Dest:
         if len(paths) == 1:
@@ -231,15 +240,27 @@ class Graph:
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
     def _pick(self, folder: str, paths: list[str]) -> Dest:
-        """Several notes share a name: the one in the note's own folder, else the single
-        shallowest one, else ambiguous."""
+        """Several notes share a name: the one in the note's own folder, else the nearest
+        (most leading folders in common), else the single shallowest, else ambiguous."""
         if len(paths) <= 1:
             return self._unique(paths, NO_NOTE)
         here = [p for p in paths if posixpath.dirname(p) == folder]
         if len(here) == 1:
             return Dest(target=here[0])
-        depth = min(p.count("/") for p in paths)
-        top = [p for p in paths if p.count("/") == depth]
+        mine = folder.split("/") if folder else []
+
+        def shared(p: str) -> int:
+            n = 0
+            for a, b in zip(mine, p.split("/")[:-1]):
+                if a != b:
+                    break
+                n += 1
+            return n
+
+        best = max(map(shared, paths))
+        near = [p for p in paths if shared(p) == best]
+        depth = min(p.count("/") for p in near)
+        top = [p for p in near if p.count("/") == depth]
         if len(top) == 1:
             return Dest(target=top[0])
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
@@ -452,7 +473,11 @@ def _deps(link: Link) -> list[str]:
     if kind in ("wiki", "embed", "md", "file"):
         t = link.target.replace("\\", "/").rstrip("/")
         base = t.rsplit("/", 1)[-1]
-        return ["n:" + key(stem_of(base)), "a:" + key(t), "a:" + key(base)]
+        deps = ["n:" + key(stem_of(base)), "a:" + key(t), "a:" + key(base)]
+        if link.label and kind in ("wiki", "embed"):  # the Dendron reading
+            name = _DENDRON_VAULT.sub("", link.label).partition("#")[0].strip()
+            deps += ["n:" + key(stem_of(name.rsplit("/", 1)[-1])), "a:" + key(name)]
+        return deps
     if kind == "denote":
         return ["d:" + link.target]
     if kind == "id":

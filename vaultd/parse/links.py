@@ -20,11 +20,12 @@ _MDLINK = re.compile(
     r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"
 )
+_OPEN_DESC = re.compile(r"\[\[[^\[\]\n]+\]\[[^\]\n]*$")  # an Org description that goes on next line
 _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\[\]()\"'`]+")
 _SCHEME = re.compile(r"^([a-zA-Z][\w+.-]*):")
 # [[TIP("...")]] and [[/TIP]] macros, [[:digit:]] character classes, [[ ]]
 _LOOKALIKE = re.compile(r"^(?:\w+\(.*\)|/\w+|:.*|\s*)$")
-_MD_BLOCK_ID = re.compile(r"(?:^|\s)\^([A-Za-z0-9-]+)\s*$")
+_MD_BLOCK_ID = re.compile(r"(?:^|(?<=[\s\])]))\^([A-Za-z0-9-]+)\s*$")
 _ORG_TARGET = re.compile(r"<<([^<>\n]+)>>")
 _MD_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ORG_VERBATIM = re.compile(r"(?:^|(?<=[\s(\"'{]))([=~])(?=\S)(?:(?!\1).)*?(?<=\S)\1(?=$|[\s\-.,:!?;'\")}\[])")
@@ -47,7 +48,8 @@ def _split_search(target: str) -> tuple[str, str]:
 
 
 def _bracket_link(m: re.Match, lineno: int, org: bool) -> Link | None:
-    bang, target, desc = m.group(1), m.group(2).replace("\\]", "]").replace("\\[", "["), m.group(3)
+    bang, desc = m.group(1), m.group(3) and m.group(3).replace("\n", " ")
+    target = m.group(2).replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
     col = m.start() + 1
     raw = m.group()
     if desc is not None or _SCHEME.match(target) or org:
@@ -65,9 +67,11 @@ def _bracket_link(m: re.Match, lineno: int, org: bool) -> Link | None:
         if scheme == "id":
             ident, opt = _split_search(rest)
             return Link(line=lineno, col=col, raw=raw, kind="id", target=ident.strip(), anchor=opt.strip(), label=label)
-        if scheme:
+        if scheme == "dendron":  # [[dendron://vault/note.name]]
+            target = re.sub(r"^dendron://[^/]*/", "", target)
+        elif scheme:
             return Link(line=lineno, col=col, raw=raw, kind="url", target=target, label=label)
-        if org:
+        elif org:
             if not target.strip():
                 return None
             # [[*Heading]], [[#custom-id]], [[fuzzy]]: a place in this same file
@@ -90,7 +94,7 @@ def _md_link(m: re.Match, lineno: int) -> Link | None:
     if not dest:
         return None
     col = m.start() + 1
-    if _SCHEME.match(dest) and not dest.lower().startswith("file:"):
+    if (_SCHEME.match(dest) or "://" in dest) and not dest.lower().startswith("file:"):
         return Link(line=lineno, col=col, raw=m.group(), kind="url", target=dest, label=text)
     if dest.lower().startswith("file:"):
         dest = dest[5:]
@@ -115,9 +119,13 @@ def _label(link: Link) -> str:
     return ""
 
 
-def _scan_line(line: str, lineno: int, org: bool, links: list[Link]) -> str:
-    """Add the links of one line to `links`; return the line with links read as their labels."""
-    masked = _mask(line, _ORG_VERBATIM if org else _MD_INLINE_CODE)
+def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str = "") -> str:
+    """Add the links of one line to `links`; return the line with links read as their labels.
+    `cont` is the next line, for an Org link whose description goes on there."""
+    first = len(line)
+    if cont:
+        line = line + "\n" + cont
+    masked = _mask(line.replace("\n", " "), _ORG_VERBATIM if org else _MD_INLINE_CODE)
     found: list[tuple[int, int, Link]] = []
     taken: list[tuple[int, int]] = []
     for m in _BRACKET.finditer(masked):
@@ -138,15 +146,16 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link]) -> str:
             continue
         url = m.group().rstrip(".,;:!?*_~")
         found.append((m.start(), m.start() + len(url), Link(line=lineno, col=m.start() + 1, raw=url, kind="url", target=url)))
+    found = [f for f in found if f[0] < first]
     if not found:
-        return line
+        return line[:first]
     found.sort(key=lambda t: t[0])
     out, last = [], 0
     for a, b, link in found:
         links.append(link)
         out += [line[last:a], _label(link) if link.kind != "url" else line[a:b]]
-        last = b
-    out.append(line[last:])
+        last = min(b, first)
+    out.append(line[last:first])
     return "".join(out)
 
 
@@ -197,7 +206,9 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
                 continue
             for t in _ORG_TARGET.finditer(line):
                 blocks.append(Block(t.group(1).strip(), n))
-            body.append(_scan_line(line, n, True, links))
+            i = n - first
+            cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
+            body.append(_scan_line(line, n, True, links, cont))
             continue
         fm = _FENCE.match(line)
         if fm:
