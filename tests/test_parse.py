@@ -112,3 +112,18 @@ def test_parsing_arbitrary_bytes_never_raises(data, name):
        st.sampled_from(["a.md", "b.org"]))
 def test_parsing_markup_soup_never_raises(parts, name):
     parse_file(name, "".join(parts).encode())
+
+
+def test_vaultd_parse_cli(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    f = tmp_path / "20251016T080208--memory-tiers__agents.org"
+    f.write_text("#+title: Memory tiers\n* HOT\nSee [[denote:20250101T000000][x]].\n")
+    r = subprocess.run([sys.executable, "-m", "vaultd", "parse", "--json", str(f)], capture_output=True, text=True)
+    note = json.loads(r.stdout)
+    assert r.returncode == 0 and note["title"] == "Memory tiers" and note["id"] == "20251016T080208"
+    assert note["links"][0][3] == "denote" and "body" not in note
+    r = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], capture_output=True, text=True)
+    assert "title:    Memory tiers" in r.stdout and "      2  # HOT  (#hot)" in r.stdout

@@ -96,3 +96,51 @@ def test_vaultq_imports_no_heavy_modules():
     mods = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
     for heavy in ("tantivy", "msgspec", "watchdog", "orgparse", "frontmatter", "click", "yaml"):
         assert heavy not in mods
+
+
+def test_backlinks_human_vimgrep_and_paths(daemon, sock):
+    r = vaultq("--socket", sock, "backlinks", "Deep work", cwd=daemon.vault)
+    assert r.returncode == 0
+    assert "journal/2025-11-20.md:5:9: Back to [[Deep work#Rules]] and [the note](../notes/Deep%20work.md)." in r.stdout
+    r = vaultq("--socket", sock, "backlinks", "--format", "vimgrep", "Deep work", cwd=daemon.vault)
+    assert "notes/20251101T120000--가치관__철학.md:9:1:[[Deep work|몰입]]을 참고." in r.stdout.splitlines()
+    r = vaultq("--socket", sock, "backlinks", "--format", "paths", "Deep work", cwd=daemon.vault)
+    assert r.stdout.splitlines() == ["journal/2025-11-20.md", "notes/20251016T080208--memory-tiers__agents_memory.org",
+                                     "notes/20251101T120000--가치관__철학.md"]
+
+
+def test_links_and_broken(daemon, sock):
+    r = vaultq("--socket", sock, "links", str(daemon.vault / "notes" / "Deep work.md"))
+    assert r.returncode == 0
+    assert "[[Nowhere]]  -> BROKEN (no such note)" in r.stdout
+    assert "-> notes/20251016T080208--memory-tiers__agents_memory.org" in r.stdout
+    r = vaultq("--socket", sock, "broken", cwd=daemon.vault)
+    assert r.returncode == 0 and r.stdout.strip() == "notes/Deep work.md:15:50: [[Nowhere]]  -> BROKEN (no such note)"
+    assert json.loads(vaultq("--socket", sock, "broken", "--json").stdout)["total"] == 1
+
+
+def test_graph_dot_and_depth(sock):
+    r = vaultq("--socket", sock, "graph", "--format", "dot", "--depth", "2", "20251016T080208")
+    assert r.returncode == 0 and r.stdout.startswith("digraph vault {") and r.stdout.rstrip().endswith("}")
+    assert '"notes/Deep work.md" -> "notes/20251016T080208--memory-tiers__agents_memory.org";' in r.stdout
+    assert vaultq("--socket", sock, "graph", "--depth", "9", "x").returncode == 2
+
+
+def test_note_not_found_exits_1_and_ambiguous_exits_2(daemon, sock):
+    r = vaultq("--socket", sock, "backlinks", "no such thing")
+    assert r.returncode == 1 and "no note matches 'no such thing'" in r.stderr
+    g = daemon.status()["generation"]
+    (daemon.vault / "journal" / "Deep work.md").write_text("another\n")
+    daemon.wait_generation(g)
+    r = vaultq("--socket", sock, "links", "deep work")
+    assert r.returncode == 2
+    assert "'deep work' is ambiguous; it may be any of:\n  journal/Deep work.md\n  notes/Deep work.md" in r.stderr
+    assert vaultq("--socket", sock, "links", "notes/Deep work.md").returncode == 0
+
+
+def test_tags_and_orphans(sock):
+    r = vaultq("--socket", sock, "tags")
+    assert r.returncode == 0 and "     1  agents   with memory (1)" in r.stdout.splitlines()
+    r = vaultq("--socket", sock, "orphans", "--json")
+    assert json.loads(r.stdout) == {"orphans": []}
+    assert vaultq("--socket", sock, "orphans").returncode == 1

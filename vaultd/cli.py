@@ -129,6 +129,11 @@ def parse(file, as_json, body):
             click.echo(f"{key + ':':<9} {', '.join(getattr(note, key))}")
     for h in note.headings:
         click.echo(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor})")
+    for ln in note.links:
+        where = ln.target + (f"::{ln.anchor}" if ln.anchor else "")
+        click.echo(f"  {ln.line:>5}:{ln.col:<4} {ln.kind:<8} {where}")
+    for b in note.blocks:
+        click.echo(f"  {b.line:>5}  ^{b.id}")
     for pr in note.problems:
         click.echo(f"problem:  {pr}")
     if body:
