@@ -33,10 +33,11 @@ def test_wikilink_path_relative_then_vault_then_suffix():
     assert one({"deep/er/x/N.md": "", "src.md": "[[er/x/N]]"})[0] == "deep/er/x/N.md"
 
 
-def test_same_name_prefers_own_folder_then_the_single_shallowest_else_ambiguous():
+def test_same_name_prefers_own_folder_then_nearest_shallowest_shortest_else_ambiguous():
     files = {"a/N.md": "", "b/N.md": "", "a/src.md": "[[N]]"}
     assert one(files, "a/src.md")[0] == "a/N.md"
     assert one({"N.md": "", "b/c/N.md": "", "x/src.md": "[[N]]"}, "x/src.md")[0] == "N.md"
+    assert one({"ja/x/N.md": "", "ja/long name/N.md": "", "ja/y/src.md": "[[N]]"}, "ja/y/src.md")[0] == "ja/x/N.md"
     target, _, broken, cands = one({"a/N.md": "", "b/N.md": "", "c/src.md": "[[N]]"}, "c/src.md")
     assert target is None and broken == "ambiguous" and cands == ["a/N.md", "b/N.md"]
 
@@ -83,7 +84,7 @@ def test_id_and_denote_links():
     g = build(files)
     assert [(t, l, b) for _, t, l, b in resolved(g, "src.org")] == [
         ("20250101T000000--t__k.org", None, None),
-        ("20250101T000000--t__k.org", None, None),
+        ("20250101T000000--t__k.org", 4, None),
         ("20250101T000000--t__k.org", None, None),
         ("20250101T000000--t__k.org", 4, None),
         (None, None, "no such ID"),

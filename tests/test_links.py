@@ -57,6 +57,11 @@ def test_nothing_inside_code():
     assert [l[3] for l in links("a.org", org)] == ["real.org"]
 
 
+def test_nested_fences_close_only_on_a_long_enough_fence():
+    md = "````md\n```\n[[inner example]]\n```\n````\n[[after]]\n```python\nx = '[[in code]]'\n```\n[[end]]"
+    assert [l[3] for l in links("a.md", md)] == ["after", "end"]
+
+
 def test_list_items_indented_under_a_list_still_link():
     assert [l[3] for l in links("a.md", "- item\n    - [[Nested]]\n\t- [[Tabbed]]")] == ["Nested", "Tabbed"]
 

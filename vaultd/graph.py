@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from .note import Link, Note
+from .note import ID_ANCHOR, Link, Note
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(
@@ -226,6 +226,8 @@ class Graph:
             r = self._unique(self._by_id.get(link.target, []), "no such identifier")
         elif kind == "id":
             r = self._unique(self._by_uuid.get(link.target, []), NO_ID)
+            if r.target and not anchor:  # a heading's :ID:: its line
+                r.line = self._anchors(self.notes[r.target]).blocks.get(ID_ANCHOR + link.target)
         else:
             return NOWHERE
         if r.target is None or not anchor:
@@ -241,7 +243,8 @@ class Graph:
 
     def _pick(self, folder: str, paths: list[str]) -> Dest:
         """Several notes share a name: the one in the note's own folder, else the nearest
-        (most leading folders in common), else the single shallowest, else ambiguous."""
+        (most leading folders in common), then the shallowest, then the shortest path;
+        a tie after all that is ambiguous."""
         if len(paths) <= 1:
             return self._unique(paths, NO_NOTE)
         here = [p for p in paths if posixpath.dirname(p) == folder]
@@ -261,6 +264,8 @@ class Graph:
         near = [p for p in paths if shared(p) == best]
         depth = min(p.count("/") for p in near)
         top = [p for p in near if p.count("/") == depth]
+        shortest = min(len(p) for p in top)
+        top = [p for p in top if len(p) == shortest]  # Obsidian: the shortest path
         if len(top) == 1:
             return Dest(target=top[0])
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))

@@ -13,9 +13,13 @@ class Heading(msgspec.Struct, array_like=True):
     anchor: str
 
 
+ID_ANCHOR = "id:"
+"""Blocks named `id:UUID` are Org headings carrying that :ID: (so `id:` links find their line)."""
+
+
 class Block(msgspec.Struct, array_like=True):
     id: str
-    """Obsidian `^block-id` (without the caret) or Org `<<target>>`."""
+    """Obsidian `^block-id` (without the caret), Org `<<target>>`, or `id:UUID` (see ID_ANCHOR)."""
     line: int
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import PurePosixPath
 
-from ..note import Note
+from ..note import ID_ANCHOR, Block, Note
 from . import markdown, org
 from .links import extract
 from .common import dedupe
@@ -67,6 +67,7 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
         note.uuids = f.uuids
         note.headings = f.headings
         note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=True)
+        note.blocks += [Block(ID_ANCHOR + u, line) for u, line in f.id_lines]
         body = "\n".join(body_lines)
     else:
         f = markdown.parse(text)

@@ -6,6 +6,23 @@ import re
 import unicodedata
 
 _SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:
+    """Track Markdown code fences line by line: (is this a fence line, the open fence after it).
+    A fence closes only with the same character, at least as long, and nothing after it."""
+    m = _FENCE.match(line)
+    if not m:
+        return False, fence
+    mark, rest = m.groups()
+    if fence is None:
+        if mark[0] == "`" and "`" in rest:
+            return False, None  # ``` inside an info string is not a fence
+        return True, mark
+    if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+        return True, None
+    return False, fence
 
 
 def github_slug(text: str) -> str:

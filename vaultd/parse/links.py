@@ -12,6 +12,7 @@ import re
 from urllib.parse import unquote
 
 from ..note import Block, Link
+from .common import fence_step
 
 # [[target]] or [[target][description]] (Org), also Obsidian [[target|alias]] and ![[embed]]
 _BRACKET = re.compile(r"(!?)\[\[((?:[^\[\]\n\\]|\\.)+?)\](?:\[([^\n]*?)\])?\]")
@@ -29,7 +30,6 @@ _MD_BLOCK_ID = re.compile(r"(?:^|(?<=[\s\])]))\^([A-Za-z0-9-]+)\s*$")
 _ORG_TARGET = re.compile(r"<<([^<>\n]+)>>")
 _MD_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ORG_VERBATIM = re.compile(r"(?:^|(?<=[\s(\"'{]))([=~])(?=\S)(?:(?!\1).)*?(?<=\S)\1(?=$|[\s\-.,:!?;'\")}\[])")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _ORG_BLOCK = re.compile(r"^\s*#\+begin_(src|example|export|verse_src)\b", re.IGNORECASE)
 
@@ -210,16 +210,8 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
             cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
             body.append(_scan_line(line, n, True, links, cont))
             continue
-        fm = _FENCE.match(line)
-        if fm:
-            mark = fm.group(1)
-            if fence is None:
-                fence = mark[0] * 3
-            elif mark.startswith(fence):
-                fence = None
-            body.append(line)
-            continue
-        if fence is not None:
+        is_fence, fence = fence_step(line, fence)
+        if is_fence or fence is not None:
             body.append(line)
             continue
         blank = not line.strip()

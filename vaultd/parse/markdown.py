@@ -9,9 +9,8 @@ import re
 import frontmatter
 
 from ..note import Heading
-from .common import dedupe, github_slug, split_tags
+from .common import dedupe, fence_step, github_slug, split_tags
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d_][\w/-]*)")
@@ -48,13 +47,8 @@ def parse(text: str) -> MarkdownFacts:
     tags: list[str] = []
     fence = None
     for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)
-            if fence is None:
-                fence = mark[0] * len(mark)
-            elif mark.startswith(fence):
-                fence = None
+        is_fence, fence = fence_step(line, fence)
+        if is_fence:
             continue
         if fence is not None or line.startswith(("    ", "\t")):
             continue

@@ -15,7 +15,7 @@ _STATS = re.compile(r"\s*\[\d*(?:%|/\d*)\]")
 
 
 class OrgFacts:
-    __slots__ = ("keywords", "headings", "uuids", "problems")
+    __slots__ = ("keywords", "headings", "uuids", "id_lines", "problems")
 
 
 def parse(text: str) -> OrgFacts:
@@ -26,6 +26,7 @@ def parse(text: str) -> OrgFacts:
         out.keywords.setdefault(m.group(1).lower(), m.group(2))
     out.headings = []
     out.uuids = []
+    out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
     try:
         root = orgparse.loads(text)
         if root.properties.get("ID"):
@@ -37,6 +38,7 @@ def parse(text: str) -> OrgFacts:
             out.headings.append(Heading(node.level, title, node.linenumber, anchor))
             if props.get("ID"):
                 out.uuids.append(str(props["ID"]))
+                out.id_lines.append((str(props["ID"]), node.linenumber))
     except Exception as e:  # orgparse is strict in places; fall back to plain heading lines
         out.problems.append(f"org structure not fully parsed: {e}")
         out.headings = [
