@@ -34,7 +34,7 @@ ATTACHMENT_EXTS = frozenset(
 )
 _LOOSE = re.compile(r"[\W_]+", re.UNICODE)
 _DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
-_DENDRON_RANGE = re.compile(r"(?:,\d+)?(?::#.*)?$|^\*$")  # `#heading,1:#*`: from that heading on
+_DENDRON_RANGE = re.compile(r"(?:,\d+.*|:#.*)$|^\*$")  # `#heading,1:#*`: from that heading on
 
 # Reasons a link is broken
 NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
@@ -160,7 +160,7 @@ class Graph:
                     if kind == "url":
                         dests.append(NOWHERE)
                         continue
-                    ck = (kind, link.target, link.anchor, src if kind == "internal" else folder)
+                    ck = (kind, link.target, link.anchor, link.label, src if kind == "internal" else folder)
                     hit = cache.get(ck)
                     if hit is None:
                         hit = cache[ck] = (self.resolve(note, link, folder), _deps(link))
@@ -213,12 +213,16 @@ class Graph:
             return self._anchor(Dest(target=src.path), src, link.anchor, org=src.path.endswith(".org"))
         anchor = link.anchor
         if kind in ("wiki", "embed"):
-            r = self._by_name(folder, link.target)
-            if r.broken == NO_NOTE and link.label:  # Dendron writes [[label|note#anchor]]
-                name, _, alt_anchor = _DENDRON_VAULT.sub("", link.label).partition("#")
-                alt = self._by_name(folder, name.strip())
+            r = None
+            label = link.label.strip()
+            if label and not any(c.isspace() for c in label) and ("." in label or label[0] == "#" or "://" in label):
+                # Dendron writes [[label|note.name#anchor]]: the note comes second
+                name, _, alt_anchor = _DENDRON_VAULT.sub("", label).partition("#")
+                alt = Dest(target=src.path) if not name else self._by_name(folder, name)
                 if alt.target:
                     r, anchor = alt, alt_anchor
+            if r is None:
+                r = self._by_name(folder, link.target)
             anchor = _DENDRON_RANGE.sub("", anchor)
         elif kind in ("md", "file"):
             r = self._by_relpath(folder, link.target, kind)
@@ -480,7 +484,7 @@ def _deps(link: Link) -> list[str]:
         base = t.rsplit("/", 1)[-1]
         deps = ["n:" + key(stem_of(base)), "a:" + key(t), "a:" + key(base)]
         if link.label and kind in ("wiki", "embed"):  # the Dendron reading
-            name = _DENDRON_VAULT.sub("", link.label).partition("#")[0].strip()
+            name = _DENDRON_VAULT.sub("", link.label.strip()).partition("#")[0]
             deps += ["n:" + key(stem_of(name.rsplit("/", 1)[-1])), "a:" + key(name)]
         return deps
     if kind == "denote":

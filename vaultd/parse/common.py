@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 _SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")  # any indent: fences nest in list items
 
 
 def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:

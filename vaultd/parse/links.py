@@ -26,7 +26,7 @@ _URL = re.compile(r"\b(?:https?|ftp)://[^\s<>\[\]()\"'`]+")
 _SCHEME = re.compile(r"^([a-zA-Z][\w+.-]*):")
 # [[TIP("...")]] and [[/TIP]] macros, [[:digit:]] character classes, [[ ]]
 _LOOKALIKE = re.compile(r"^(?:\w+\(.*\)|/\w+|:.*|\s*)$")
-_MD_BLOCK_ID = re.compile(r"(?:^|(?<=[\s\])]))\^([A-Za-z0-9-]+)\s*$")
+_MD_BLOCK_ID = re.compile(r"(?:^|(?<=[\s\])]))\^([A-Za-z0-9_-]+)\s*$")
 _ORG_TARGET = re.compile(r"<<([^<>\n]+)>>")
 _MD_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ORG_VERBATIM = re.compile(r"(?:^|(?<=[\s(\"'{]))([=~])(?=\S)(?:(?!\1).)*?(?<=\S)\1(?=$|[\s\-.,:!?;'\")}\[])")
@@ -55,6 +55,8 @@ def _bracket_link(m: re.Match, lineno: int, org: bool) -> Link | None:
     if desc is not None or _SCHEME.match(target) or org:
         # Org syntax: [[type:path::search][description]]
         label = desc or ""
+        if target.startswith("<") and target.endswith(">"):
+            target = target[1:-1]  # [[<https://...>][]]
         sm = _SCHEME.match(target)
         scheme = sm.group(1).lower() if sm else ""
         rest = target[sm.end():] if sm else target
@@ -125,7 +127,9 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     first = len(line)
     if cont:
         line = line + "\n" + cont
-    masked = _mask(line.replace("\n", " "), _ORG_VERBATIM if org else _MD_INLINE_CODE)
+    masked = line.replace("\n", " ")
+    if ("=" in masked or "~" in masked) if org else "`" in masked:
+        masked = _mask(masked, _ORG_VERBATIM if org else _MD_INLINE_CODE)
     found: list[tuple[int, int, Link]] = []
     taken: list[tuple[int, int]] = []
     for m in _BRACKET.finditer(masked):
@@ -204,6 +208,11 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
             if line.lstrip().startswith(": ") or line.strip() == ":":
                 body.append(line)
                 continue
+            if "[" not in line and "://" not in line:
+                if "<<" in line:
+                    blocks.extend(Block(t.group(1).strip(), n) for t in _ORG_TARGET.finditer(line))
+                body.append(line)
+                continue
             for t in _ORG_TARGET.finditer(line):
                 blocks.append(Block(t.group(1).strip(), n))
             i = n - first
@@ -222,8 +231,9 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
         if not blank:
             in_list = bool(_LIST_ITEM.match(line)) or (in_list and line[:1] in " \t")
         prev_blank = blank
-        bid = _MD_BLOCK_ID.search(line)
-        if bid:
-            blocks.append(Block(bid.group(1), n))
-        body.append(_scan_line(line, n, False, links))
+        if "^" in line:
+            bid = _MD_BLOCK_ID.search(line)
+            if bid:
+                blocks.append(Block(bid.group(1), n))
+        body.append(_scan_line(line, n, False, links) if "[" in line or "://" in line else line)
     return links, blocks, body

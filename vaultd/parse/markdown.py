@@ -12,6 +12,7 @@ from ..note import Heading
 from .common import dedupe, fence_step, github_slug, split_tags
 
 _ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_HEADING_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d_][\w/-]*)")
 
@@ -44,6 +45,7 @@ def parse(text: str) -> MarkdownFacts:
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             out.problems.append(f"front matter ignored: {first}")
     out.headings = []
+    slugs: dict[str, int] = {}
     tags: list[str] = []
     fence = None
     for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
@@ -54,8 +56,11 @@ def parse(text: str) -> MarkdownFacts:
             continue
         h = _ATX.match(line)
         if h:
-            text_ = h.group(2).strip()
-            out.headings.append(Heading(len(h.group(1)), text_, n, github_slug(text_)))
+            text_ = _HEADING_LINK.sub(lambda m: m.group(1) or m.group(2) or "", h.group(2)).strip()
+            slug = github_slug(text_)
+            seen = slugs.get(slug, 0)
+            slugs[slug] = seen + 1
+            out.headings.append(Heading(len(h.group(1)), text_, n, f"{slug}-{seen}" if seen else slug))
             continue
         if "#" in line:
             tags.extend(_TAG.findall(_INLINE_CODE.sub("", line)))
