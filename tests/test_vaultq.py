@@ -130,12 +130,12 @@ def test_note_not_found_exits_1_and_ambiguous_exits_2(daemon, sock):
     r = vaultq("--socket", sock, "backlinks", "no such thing")
     assert r.returncode == 1 and "no note matches 'no such thing'" in r.stderr
     g = daemon.status()["generation"]
-    (daemon.vault / "drafts").mkdir()
-    (daemon.vault / "drafts" / "Deep work.md").write_text("another\n")  # as deep, and as long a path
+    (daemon.vault / "ideas").mkdir()
+    (daemon.vault / "ideas" / "Deep work.md").write_text("another\n")  # as deep, and as long a path
     daemon.wait_generation(g)
     r = vaultq("--socket", sock, "links", "deep work")
     assert r.returncode == 2
-    assert "'deep work' is ambiguous; it may be any of:\n  drafts/Deep work.md\n  notes/Deep work.md" in r.stderr
+    assert "'deep work' is ambiguous; it may be any of:\n  ideas/Deep work.md\n  notes/Deep work.md" in r.stderr
     assert vaultq("--socket", sock, "links", "notes/Deep work.md").returncode == 0
 
 
