@@ -315,3 +315,22 @@ def test_backlinks_follow_a_note_renamed_with_mv(daemon):
     broken = {(b["path"], b["raw"], b["broken"]) for b in daemon.request("broken")["broken"]}
     assert ("journal/2025-11-20.md", "[the note](../notes/Deep%20work.md)", "no such note") in broken
     assert ("archive/" + new.name, "[[file:Deep work.md::Rules][deep]]", "no such note") in broken
+
+
+def test_odd_file_names(daemon):
+    v = daemon.vault
+    g = daemon.status()["generation"]
+    names = {
+        "19691231T235959--before-the-epoch__old.org": "* pre-epoch ocelot\n",
+        "20250101T000000--émoji-🙂-name__x.md": "ocelot with emoji\n",
+        "with space and 'quote'.md": "ocelot spaced\n",
+        "new\nline.md": "ocelot newline\n",
+        ("x" * 252) + ".md": "ocelot long name\n",
+    }
+    for name, text in names.items():
+        (v / name).write_text(text)
+    assert len(os.fsencode(("x" * 252) + ".md")) == 255
+    daemon.wait_generation(g)
+    assert sorted(daemon.search_paths("ocelot")) == sorted(names)
+    res = daemon.request("backlinks", note="19691231T235959")
+    assert res["note"] == "19691231T235959--before-the-epoch__old.org"

@@ -31,6 +31,8 @@ _ORG_TARGET = re.compile(r"<<([^<>\n]+)>>")
 _MD_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ORG_VERBATIM = re.compile(r"(?:^|(?<=[\s(\"'{]))([=~])(?=\S)(?:(?!\1).)*?(?<=\S)\1(?=$|[\s\-.,:!?;'\")}\[])")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+_ORG_META = re.compile(r"^\s*(?::[\w-]+:|#\+\w+:)")
+_ORG_KEYWORD = re.compile(r"^\s*#\+(?:title|subtitle|filetags|description|author|keywords):\s*(.*)$", re.IGNORECASE)
 _ORG_BLOCK = re.compile(r"^\s*#\+begin_(src|example|export|verse_src)\b", re.IGNORECASE)
 
 NOTE_SCHEMES = ("file", "id", "denote")
@@ -207,6 +209,10 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
                 continue
             if line.lstrip().startswith(": ") or line.strip() == ":":
                 body.append(line)
+                continue
+            if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
+                km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
+                body.append(km.group(1) if km and km.group(1) else "")
                 continue
             if "[" not in line and "://" not in line:
                 if "<<" in line:
