@@ -215,9 +215,11 @@ class Graph:
         if kind in ("wiki", "embed"):
             r = None
             label = link.label.strip()
-            if label and not any(c.isspace() for c in label) and ("." in label or label[0] == "#" or "://" in label):
+            name, _, alt_anchor = _DENDRON_VAULT.sub("", label).partition("#")
+            if label and not any(c.isspace() for c in name) and ("." in name or "#" in label or label != link.label):
                 # Dendron writes [[label|note.name#anchor]]: the note comes second
-                name, _, alt_anchor = _DENDRON_VAULT.sub("", label).partition("#")
+                if "://" in name:
+                    return NOWHERE  # [[text|https://...]]: a URL
                 alt = Dest(target=src.path) if not name else self._by_name(folder, name)
                 if alt.target:
                     r, anchor = alt, alt_anchor

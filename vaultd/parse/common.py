@@ -9,9 +9,15 @@ _SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")  # any indent: fences nest in list items
 
 
-def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:
+def fence_step(line: str, fence: tuple[str, int] | None) -> tuple[bool, tuple[str, int] | None]:
     """Track Markdown code fences line by line: (is this a fence line, the open fence after it).
-    A fence closes only with the same character, at least as long, and nothing after it."""
+
+    A fence closes with the same character, at least as long, and nothing after it. A
+    fence opened indented (inside a list item) also ends, unclosed, at the first
+    non-blank line indented less than it: the list item, and the fence with it, is over.
+    """
+    if fence is not None and line.strip() and fence[1] and len(line) - len(line.lstrip()) < fence[1]:
+        fence = None
     m = _FENCE.match(line)
     if not m:
         return False, fence
@@ -19,8 +25,8 @@ def fence_step(line: str, fence: str | None) -> tuple[bool, str | None]:
     if fence is None:
         if mark[0] == "`" and "`" in rest:
             return False, None  # ``` inside an info string is not a fence
-        return True, mark
-    if mark[0] == fence[0] and len(mark) >= len(fence) and not rest.strip():
+        return True, (mark, len(line) - len(line.lstrip()))
+    if mark[0] == fence[0][0] and len(mark) >= len(fence[0]) and not rest.strip():
         return True, None
     return False, fence
 

@@ -192,7 +192,7 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
     links: list[Link] = []
     blocks: list[Block] = []
     body: list[str] = []
-    fence: str | None = None
+    fence: tuple[str, int] | None = None
     org_block: str | None = None
     prev_blank, in_list = True, False
     for n, line in enumerate(lines, start=first):
