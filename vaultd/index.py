@@ -15,6 +15,7 @@ import logging
 import re
 import shutil
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import msgspec
@@ -58,6 +59,21 @@ def _register(idx: tantivy.Index) -> None:
     T, F = tantivy.Tokenizer, tantivy.Filter
     idx.register_tokenizer("bigram", tantivy.TextAnalyzerBuilder(T.ngram(2, 2)).filter(F.lowercase()).build())
     idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
+
+
+class _Batch:
+    def __init__(self, writer, document):
+        self._w, self._document = writer, document
+        self.changes = 0
+
+    def add(self, note: Note) -> None:
+        self._w.delete_documents_by_term("path", note.path)
+        self._w.add_document(self._document(note))
+        self.changes += 1
+
+    def delete(self, path: str) -> None:
+        self._w.delete_documents_by_term("path", path)
+        self.changes += 1
 
 
 class NoteIndex:
@@ -127,22 +143,26 @@ class NoteIndex:
 
     # -- writing ----------------------------------------------------------------
 
-    def apply(self, upserts: list[Note], deletes: list[str]) -> int:
-        """Delete then add, in one commit; readers see all of it or none. Returns the opstamp."""
+    @contextmanager
+    def batch(self):
+        """A write batch: `add(note)` and `delete(path)` queue changes; leaving the block
+        commits them in one commit (readers see all of it or none), or rolls them back if
+        the block raised. Bodies are handed to Tantivy as they come, never held."""
         with self._lock:
-            w = self.writer
-            for path in deletes:
-                w.delete_documents_by_term("path", path)
-            for note in upserts:
-                w.delete_documents_by_term("path", note.path)
-                w.add_document(self._document(note))
+            b = _Batch(self.writer, self._document)
             try:
-                stamp = w.commit()
+                yield b
+            except BaseException:
+                self.writer.rollback()
+                raise
+            if not b.changes:
+                return
+            try:
+                self.writer.commit()
             except Exception:
-                w.rollback()
+                self.writer.rollback()
                 raise
         self.index.reload()
-        return stamp
 
     def _document(self, note: Note) -> tantivy.Document:
         heads = "\n".join(h.text for h in note.headings)

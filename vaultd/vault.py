@@ -101,26 +101,30 @@ class Vault:
                     files.update(self.accept.walk(self.root, folder))
             elif rel not in files:
                 files[rel] = None
-        upserts: list[Note] = []
+        upserts: list[Note] = []  # metadata only: bodies go straight to the index
         deletes: list[str] = []
         max_bytes = self.config.index.max_file_mb << 20
-        for done, (rel, st) in enumerate(files.items(), 1):
-            if progress:
-                progress(done, len(files))
-            note = self._read(rel, st, max_bytes)
-            if note is None:
-                if rel in self.notes:
-                    deletes.append(rel)
-            elif note is not False:
-                upserts.append(note)
-        deletes += self._moved_away(upserts, set(deletes))
+        with self.index.batch() as batch:
+            for done, (rel, st) in enumerate(files.items(), 1):
+                if progress:
+                    progress(done, len(files))
+                note = self._read(rel, st, max_bytes)
+                if note is None:
+                    if rel in self.notes:
+                        deletes.append(rel)
+                        batch.delete(rel)
+                elif note is not False:
+                    batch.add(note)
+                    upserts.append(msgspec.structs.replace(note, body=""))
+            for rel in self._moved_away(upserts, set(deletes)):
+                deletes.append(rel)
+                batch.delete(rel)
         if not upserts and not deletes:
             return 0, 0
-        self.index.apply(upserts, deletes)
         notes = dict(self.notes)
         gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
         for note in upserts:
-            notes[note.path] = msgspec.structs.replace(note, body="")
+            notes[note.path] = note
         self.notes = notes
         if self.graph is not None:
             self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
