@@ -1,0 +1,139 @@
+"""Search quality: run a query set through the daemon and score it, beside a grep baseline.
+
+    python bench/quality.py                                    # ../shared/eval/queries-dev.json
+    python bench/quality.py ../shared/eval/anchors-dev.json
+    python bench/quality.py my-queries.json --corpora DIR
+
+A query set is a JSON list of {"query", "relevant": [paths], "corpus", "lang"?, "kind"?,
+"heading"?}; paths are relative to DIR/<corpus> (default ../shared/corpora). One daemon
+per corpus answers the queries (limit 10). Printed per group (all, by lang, by kind):
+Recall@1/5/10 (the share of queries with a relevant note in the top k), MRR (first
+relevant rank), heading accuracy (queries with a "heading": the top hit is relevant and
+one of its snippets sits under that heading), and the same for grep: files ranked by how
+many distinct query words they contain (case-insensitive), the way a grep pipeline would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unicodedata
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHARED = HERE.parent.parent / "shared"
+BIN = Path(sys.executable).parent
+WORD = re.compile(r"\w+")
+
+
+def norm(s: str) -> str:
+    return " ".join(re.sub(r"[`*_=~#?]", "", unicodedata.normalize("NFC", s)).casefold().split())
+
+
+class Daemon:
+    def __init__(self, vault: Path, work: Path):
+        self.sock = work / f"{abs(hash(str(vault))) % 10**8}.sock"
+        self.proc = subprocess.Popen(
+            [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / vault.name), "--socket",
+             str(self.sock), "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            try:
+                if self.ask("status")["reconciled"]:
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit(f"vaultd did not come up on {vault}")
+
+    def ask(self, op: str, **kw):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(str(self.sock))
+            s.sendall(json.dumps({"op": op, **kw}).encode() + b"\n")
+            with s.makefile("rb") as f:
+                msg = json.loads(f.readline())
+        if not msg["ok"]:
+            raise RuntimeError(msg["error"])
+        return msg["result"]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=30)
+
+
+def grep_rank(texts: dict[str, str], query: str) -> list[str]:
+    words = {w.casefold() for w in WORD.findall(query)}
+    scored = [(-sum(w in t for w in words), p) for p, t in texts.items()]
+    return [p for s, p in sorted(scored) if s < 0][:10]
+
+
+def score(ranked: list[str], relevant: set[str]) -> tuple[float, float, float, float]:
+    first = next((i for i, p in enumerate(ranked) if p in relevant), None)
+    return (float(first == 0), float(first is not None and first < 5), float(first is not None and first < 10),
+            1.0 / (first + 1) if first is not None else 0.0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("queries", nargs="?", default=str(SHARED / "eval" / "queries-dev.json"))
+    ap.add_argument("--corpora", default=str(SHARED / "corpora"))
+    ap.add_argument("--show-misses", action="store_true")
+    args = ap.parse_args()
+    queries = json.loads(Path(args.queries).read_text())
+    work = Path(tempfile.mkdtemp(prefix="vq"))
+    rows = []  # (groups, vaultd scores, grep scores, heading ok or None)
+    try:
+        by_corpus = defaultdict(list)
+        for q in queries:
+            by_corpus[q["corpus"]].append(q)
+        for corpus, qs in sorted(by_corpus.items()):
+            vault = Path(args.corpora) / corpus
+            texts = {p.relative_to(vault).as_posix(): p.read_text(errors="replace").casefold()
+                     for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
+            d = Daemon(vault, work)
+            try:
+                for q in qs:
+                    res = d.ask("search", q=q["query"], limit=10)
+                    ranked = [h["path"] for h in res["hits"]]
+                    rel = set(q["relevant"])
+                    heading_ok = None
+                    if q.get("heading"):
+                        top = res["hits"][0] if res["hits"] else None
+                        heading_ok = bool(top and top["path"] in rel and any(
+                            norm(s.get("heading") or "") == norm(q["heading"]) for s in top["snippets"]))
+                    s = score(ranked, rel)
+                    if args.show_misses and s[1] == 0:
+                        print(f"miss@5 [{corpus}] {q['query']!r} want {sorted(rel)[0]} got {ranked[:3]}")
+                    groups = ["all", f"lang={q.get('lang', '?')}", f"kind={q.get('kind', '?')}"]
+                    rows.append((groups, s, score(grep_rank(texts, q["query"]), rel), heading_ok))
+            finally:
+                d.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    order = ["all"] + sorted({g for r in rows for g in r[0][1:]})
+    print(f"{Path(args.queries).name}: {len(rows)} queries")
+    print("| group | n | R@1 | R@5 | R@10 | MRR | heading | grep R@1 | grep R@5 | grep R@10 | grep MRR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for g in order:
+        sel = [r for r in rows if g in r[0]]
+        n = len(sel)
+        v = [sum(r[1][i] for r in sel) / n for i in range(4)]
+        gr = [sum(r[2][i] for r in sel) / n for i in range(4)]
+        hs = [r[3] for r in sel if r[3] is not None]
+        h = f"{sum(hs) / len(hs):.2f} ({len(hs)})" if hs else "-"
+        print(f"| {g} | {n} | {v[0]:.2f} | {v[1]:.2f} | {v[2]:.2f} | {v[3]:.2f} | {h} | "
+              f"{gr[0]:.2f} | {gr[1]:.2f} | {gr[2]:.2f} | {gr[3]:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
