@@ -44,6 +44,7 @@ def test_snippet_line_numbers_and_highlights_on_korean(v):
     by_line = {s["line"]: s for s in hit["snippets"]}
     assert sorted(by_line) == [5, 7], "front matter lines give way to body lines"
     assert by_line[7]["highlights"] == [[0, 3]], "every bigram lights up: all of 가치관"
+    assert by_line[7]["heading"] == "가치관이란"
     s = by_line[5]
     assert s["text"] == "# 가치관이란"
     assert s["highlights"] == [[2, 6]]

@@ -3,6 +3,7 @@ highlight spans in characters. Cut from the file itself, so `path:line:col` is e
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import msgspec
@@ -21,6 +22,8 @@ class Snippet(msgspec.Struct):
     """[start, end) offsets in characters of `text`."""
     col: int
     """1-based byte column of the first match in the file's line, as `rg --vimgrep` gives it."""
+    heading: str | None = None
+    """The heading the line sits under (None above the first heading)."""
 
 
 class Matcher:
@@ -58,9 +61,10 @@ class Matcher:
         return _merge(found), len(terms)
 
 
-def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0) -> list[Snippet]:
+def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0, headings=()) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
-    in line order. The first `skip` lines (front matter) count only when nothing else matches."""
+    in line order, each with the heading it sits under (`headings`: the note's, by line).
+    The first `skip` lines (front matter) count only when nothing else matches."""
     scored = []
     for lineno, line in enumerate(text.split("\n"), start=1):
         spans, terms = matcher.spans(line)
@@ -71,6 +75,11 @@ def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0) -> list[S
     scored.sort()
     out = [_trim(lineno, line, spans) for *_, lineno, line, spans in scored[:n]]
     out.sort(key=lambda s: s.line)
+    if headings:
+        lines = [h.line for h in headings]
+        for sn in out:
+            i = bisect.bisect_right(lines, sn.line) - 1
+            sn.heading = headings[i].text if i >= 0 else None
     return out
 
 

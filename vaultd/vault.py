@@ -198,22 +198,22 @@ class Vault:
                         "title": note.title,
                         "tags": note.tags,
                         "score": round(score, 4),
-                        "snippets": msgspec.to_builtins(self._snippets(note.path, matcher)),
+                        "snippets": msgspec.to_builtins(self._snippets(note, matcher)),
                     }
                 )
         return {"query": q, "vault": str(self.root), "total": total, "took_ms": round((time.perf_counter() - t0) * 1000, 3), "hits": hits}
 
-    def _snippets(self, rel: str, matcher: Matcher) -> list:
+    def _snippets(self, note: Note, matcher: Matcher) -> list:
         if not matcher:
             return []
         try:
-            with open(self.root / rel, "rb") as f:
+            with open(self.root / note.path, "rb") as f:
                 data = f.read(self.config.index.max_file_mb << 20)
         except OSError:
             return []
         text = decode(data)[0]
-        skip = split_front_matter(text.split("\n", 200)) if rel.endswith(".md") else 0
-        return best_lines(text, matcher, skip=skip)
+        skip = split_front_matter(text.split("\n", 200)) if note.path.endswith(".md") else 0
+        return best_lines(text, matcher, skip=skip, headings=sorted(note.headings, key=lambda h: h.line))
 
     # -- graph ------------------------------------------------------------------
 
