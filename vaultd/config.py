@@ -46,6 +46,19 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tag_boost: float = 2.0
     path_boost: float = 1.5
     body_boost: float = 1.0
+    candidates: int = 50
+    """How many BM25 hits are re-scored by the blend below before the top `limit` are kept."""
+    recency_weight: float = 0.2
+    """A note dated today scores up to (1 + this) times its BM25..."""
+    half_life_days: float = 180.0
+    """...and the lift halves every this many days."""
+    cold_factor: float = 0.5
+    """COLD notes (tiers.cold) score this times their BM25."""
+
+
+class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    cold: list[str] = msgspec.field(default_factory=lambda: ["archive/**", "*/archive/**"])
+    """Globs (vault-relative) of the COLD archive: indexed, ranked down."""
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -59,6 +72,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     watch: Watch = msgspec.field(default_factory=Watch)
     index: Index = msgspec.field(default_factory=Index)
     search: Search = msgspec.field(default_factory=Search)
+    tiers: Tiers = msgspec.field(default_factory=Tiers)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "Config":
@@ -98,6 +112,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ("index.heap_mb", i.heap_mb, 15),
             ("index.max_file_mb", i.max_file_mb, 1),
             ("search.limit", self.search.limit, 1),
+            ("search.candidates", self.search.candidates, 1),
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")

@@ -15,6 +15,7 @@ import logging
 import re
 import shutil
 import threading
+from datetime import datetime, timezone
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,13 +27,35 @@ from .note import Note
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 _meta_encoder = msgspec.msgpack.Encoder()
 _meta_decoder = msgspec.msgpack.Decoder(Note)
+
+
+_DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})(?:[T ]?(\d{2}):?(\d{2})(?::?(\d{2}))?)?")
+
+
+def parse_date(text: str | None) -> float | None:
+    """Epoch seconds (UTC) of the first date in `text`: ISO dates, Org `[2025-10-16 Thu 08:02]`,
+    Denote identifiers `20251016T080208`."""
+    m = _DATE.search(text or "")
+    if not m:
+        return None
+    y, mo, d, h, mi, s = (int(g) if g else 0 for g in m.groups())
+    try:
+        return datetime(y, mo, d, h, mi, s, tzinfo=timezone.utc).timestamp()
+    except ValueError:
+        return None
+
+
+def note_epoch(note: Note) -> int:
+    """When a note is dated: its own date (front matter, #+date, Denote identifier), else mtime."""
+    t = parse_date(note.date)
+    return int(t if t is not None else note.mtime_ns // 1_000_000_000)
 
 
 def cjk_text(text: str) -> str:
@@ -49,7 +72,9 @@ def _schema() -> tantivy.Schema:
     for name in ("title", "headings", "folders", "body"):
         b.add_text_field(name, stored=False, tokenizer_name="en_stem")
         b.add_text_field(f"{name}_ko", stored=False, tokenizer_name="bigram", index_option="freq")
+    b.add_text_field("dirs", stored=False, tokenizer_name="raw", index_option="basic")
     b.add_integer_field("mtime", stored=False, indexed=True, fast=True)
+    b.add_integer_field("date", stored=False, indexed=True, fast=True)
     b.add_bytes_field("meta", stored=True)
     return b.build()
 
@@ -182,6 +207,10 @@ class NoteIndex:
                 ko = cjk_text(text)
                 if ko:
                     doc.add_text(f"{field}_ko", ko)
+        parts = note.path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            doc.add_text("dirs", "/".join(parts[:i]))
         doc.add_integer("mtime", note.mtime_ns // 1_000_000_000)
+        doc.add_integer("date", note_epoch(note))
         doc.add_bytes("meta", _meta_encoder.encode(msgspec.structs.replace(note, body="")))
         return doc

@@ -1,19 +1,32 @@
-"""From what a person typed to a Tantivy query, and the terms snippets highlight.
+"""From what a person typed to a Tantivy query, the terms snippets highlight, and the
+final blend of BM25 with recency and tier.
 
-Nothing the user types can make this raise: the query text is split into words
-here and turned into term queries directly, never handed to Tantivy's parser
-(where `TODO: fix` or `C++` break it; LIBRARY-NOTES pitfall 5).
+Nothing the user types can make this raise: the text is split into words and
+operators here and turned into term queries directly, never handed to Tantivy's
+parser (where `TODO: fix` or `C++` break it; LIBRARY-NOTES pitfall 5).
+
+Syntax: plain words are ranked by BM25 over title, aliases, headings, tags, folder
+names and body (notes with more of the words rank first); `"a phrase"`; `+word`
+must appear; `-word` and `-"a phrase"` must not; `OR` is accepted (words are
+alternatives already); `tag:x`, `title:x`, `path:folder/sub`, `after:2025-01-01`,
+`before:2025-02`. An operator with a value it cannot use is read as plain words.
+Hangul/Han/Kana runs are matched by their bigrams, so particles never block a match.
+A word that no note contains is matched with typo tolerance; the last word also
+matches as a prefix (search-as-you-type).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import math
 import re
+import time
 from dataclasses import dataclass, field
 
 import tantivy
 
 from .config import Search
-from .index import CJK_RUN
+from .index import CJK_RUN, parse_date
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
 _EN = (
@@ -24,6 +37,74 @@ _EN = (
     .build()
 )
 _WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
+_FIELDS = ("title", "headings", "folders", "body")
+
+
+@dataclass
+class Parsed:
+    words: list[str] = field(default_factory=list)
+    required: list[str] = field(default_factory=list)
+    excluded: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    excluded_phrases: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    after: float | None = None
+    before: float | None = None
+    prefix: str | None = None
+    """The last word, when the query does not end in a space: also matched as a prefix."""
+
+
+def parse(text: str) -> Parsed:
+    p = Parsed()
+    for m in _TOKEN.finditer(text):
+        sign, op, val = m.group(1), (m.group(2) or "").lower(), m.group(3)
+        quoted = val.startswith('"')
+        val = val.strip('"')
+        if not val:
+            continue
+        if op == "tag":
+            p.tags.append(val.lstrip("#").lower())
+        elif op == "title":
+            p.titles.append(val)
+        elif op == "path":
+            p.paths.append(val.strip("/"))
+        elif op in ("after", "before") and parse_date(val) is not None:
+            setattr(p, op, _date_bound(val, op))
+        elif quoted:
+            (p.excluded_phrases if sign == "-" else p.phrases).append(val)
+        elif sign == "-":
+            p.excluded.append(val)
+        elif sign == "+":
+            p.required.append(val)
+        elif val != "OR":
+            p.words.append((op + ":" if op else "") + val)
+    if text and not text[-1].isspace() and p.words and _WORD.fullmatch(p.words[-1]) and not CJK_RUN.search(p.words[-1]):
+        p.prefix = p.words[-1].lower()
+    return p
+
+
+def _date_bound(val: str, op: str) -> float:
+    """`after:2025-03` means from March on; `before:2025-03` means before March."""
+    digits = re.sub(r"\D", "", val)
+    if len(digits) == 4:
+        val = val + "-01-01"
+    elif len(digits) == 6:
+        val = val + "-01"
+    return parse_date(val)
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
+    """(English stems, CJK runs) of a piece of query text."""
+    cjk = [w.lower() for w in CJK_RUN.findall(text)]
+    stems = list(dict.fromkeys(_EN.analyze(CJK_RUN.sub(" ", text))))
+    return stems, cjk
+
+
+def bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
 
 @dataclass
@@ -34,49 +115,130 @@ class Plan:
     words: list[str] = field(default_factory=list)
     """Lower-cased query words (Latin words and CJK runs), for highlighting."""
     stems: list[str] = field(default_factory=list)
+    parsed: Parsed = field(default_factory=Parsed)
 
 
-def bigrams(run: str) -> list[str]:
-    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
+class _Builder:
+    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher, b: Search):
+        self.schema, self.searcher, self.b = schema, searcher, b
 
-
-def plan(schema: tantivy.Schema, text: str, boosts: Search) -> Plan:
-    cjk = [w.lower() for w in CJK_RUN.findall(text)]
-    latin = CJK_RUN.sub(" ", text)
-    words = [w.lower() for w in _WORD.findall(latin)]
-    stems = list(dict.fromkeys(_EN.analyze(latin)))
-    clauses = []
-
-    def term(fieldname: str, value: str, boost: float) -> tantivy.Query:
-        q = _Q.term_query(schema, fieldname, value)
+    def term(self, fieldname: str, value: str, boost: float = 1.0) -> tantivy.Query:
+        q = _Q.term_query(self.schema, fieldname, value)
         return _Q.boost_query(q, boost) if boost != 1.0 else q
 
-    b = boosts
-    for s in stems:
-        clauses.append(
-            _Q.disjunction_max_query(
-                [
-                    term("title", s, b.title_boost),
-                    term("headings", s, b.heading_boost),
-                    term("folders", s, b.path_boost),
-                    term("body", s, b.body_boost),
-                ],
-                0.1,
-            )
-        )
-    for w in dict.fromkeys(words):
-        clauses.append(term("tags", w, b.tag_boost))
-    for run in dict.fromkeys(cjk):
+    def stem_clause(self, s: str) -> tantivy.Query:
+        b = self.b
+        return _Q.disjunction_max_query(
+            [self.term("title", s, b.title_boost), self.term("headings", s, b.heading_boost),
+             self.term("folders", s, b.path_boost), self.term("body", s, b.body_boost)], 0.1)
+
+    def cjk_clause(self, run: str) -> tantivy.Query | None:
+        b = self.b
         grams = [
-            _Q.disjunction_max_query(
-                [term("title_ko", g, b.title_boost), term("headings_ko", g, b.heading_boost), term("body_ko", g, b.body_boost)],
-                0.1,
-            )
-            for g in dict.fromkeys(bigrams(run))
-            if len(g) == 2
+            _Q.disjunction_max_query([self.term("title_ko", g, b.title_boost), self.term("headings_ko", g, b.heading_boost),
+                                      self.term("body_ko", g, b.body_boost)], 0.1)
+            for g in dict.fromkeys(bigrams(run)) if len(g) == 2
         ]
-        if grams:
-            clauses.append(_Q.boolean_query([(_O.Should, g) for g in grams]))
-        clauses.append(term("tags", run, b.tag_boost))
-    query = _Q.boolean_query([(_O.Should, c) for c in clauses]) if clauses else None
-    return Plan(query=query, words=list(dict.fromkeys(words + cjk)), stems=stems)
+        return _Q.boolean_query([(_O.Should, g) for g in grams]) if grams else None
+
+    def text_clause(self, text: str) -> tantivy.Query | None:
+        """All of a piece of text, any field: for +word and -word."""
+        stems, cjk = _split(text)
+        parts = [self.stem_clause(s) for s in stems] + [c for c in map(self.cjk_clause, cjk) if c is not None]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else _Q.boolean_query([(_O.Must, q) for q in parts])
+
+    def phrase(self, text: str) -> tantivy.Query | None:
+        stems, cjk = _split(text)
+        if len(stems) >= 2 and not cjk:
+            return _Q.disjunction_max_query([_Q.phrase_query(self.schema, f, stems) for f in ("title", "headings", "body")])
+        return self.text_clause(text)
+
+    def known(self, stem: str) -> bool:
+        return any(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
+
+    def fuzzy(self, word: str) -> tantivy.Query:
+        d = 1 if len(word) <= 5 else 2
+        return _Q.disjunction_max_query(
+            [_Q.boost_query(_Q.fuzzy_term_query(self.schema, f, word, d, True, False), w * 0.5)
+             for f, w in (("title", self.b.title_boost), ("headings", self.b.heading_boost), ("body", 1.0))])
+
+
+def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: Search) -> Plan:
+    p = parse(text)
+    bld = _Builder(schema, searcher, boosts)
+    should: list[tantivy.Query] = []
+    must: list[tantivy.Query] = []
+    must_not: list[tantivy.Query] = []
+
+    plain = " ".join(p.words)
+    stems, cjk = _split(plain)
+    for s in stems:
+        should.append(bld.stem_clause(s))
+    for w in dict.fromkeys(w.lower() for w in _WORD.findall(CJK_RUN.sub(" ", plain))):
+        should.append(bld.term("tags", w, boosts.tag_boost))
+        if len(w) >= 4 and not w.isdigit() and not any(bld.known(s) for s in _EN.analyze(w)):
+            should.append(bld.fuzzy(w))  # no note has this word: probably a typo
+    for run in dict.fromkeys(cjk):
+        c = bld.cjk_clause(run)
+        if c is not None:
+            should.append(c)
+        should.append(bld.term("tags", run, boosts.tag_boost))
+    for a, b in zip(stems, stems[1:]):  # words next to each other count more
+        should.append(_Q.boost_query(_Q.phrase_query(schema, "body", [a, b], 2), 0.5))
+    if p.prefix and len(p.prefix) >= 2:
+        should.append(_Q.boost_query(_Q.disjunction_max_query(
+            [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
+
+    for w in p.required:
+        c = bld.text_clause(w)
+        if c is not None:
+            must.append(c)
+    for ph in p.phrases:
+        c = bld.phrase(ph)
+        if c is not None:
+            must.append(c)
+    for t in p.tags:
+        must.append(bld.term("tags", t))
+    for t in p.titles:
+        stems_t, cjk_t = _split(t)
+        parts = [bld.term("title", s) for s in stems_t] + [
+            _Q.boolean_query([(_O.Should, bld.term("title_ko", g)) for g in bigrams(r)]) for r in cjk_t]
+        if parts:
+            must.append(_Q.boolean_query([(_O.Must, q) for q in parts]))
+    for path in p.paths:
+        must.append(bld.term("dirs", path))
+    if p.after is not None or p.before is not None:
+        must.append(_Q.range_query(schema, "date", tantivy.FieldType.Integer,
+                                   int(p.after) if p.after is not None else None,
+                                   int(p.before) - 1 if p.before is not None else None))
+    for w in p.excluded:
+        c = bld.text_clause(w)
+        if c is not None:
+            must_not.append(c)
+    for ph in p.excluded_phrases:
+        c = bld.phrase(ph)
+        if c is not None:
+            must_not.append(c)
+
+    if not should and not must:
+        if not must_not:
+            return Plan(query=None, parsed=p)
+        must.append(_Q.all_query())
+    clauses = [(_O.Must, q) for q in must] + [(_O.MustNot, q) for q in must_not]
+    if should:
+        sq = _Q.boolean_query([(_O.Should, q) for q in should])
+        clauses.append((_O.Must if not must else _O.Should, sq))
+    words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles))]
+    return Plan(query=_Q.boolean_query(clauses), words=list(dict.fromkeys(words + cjk)),
+                stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles))[0])), parsed=p)
+
+
+def blend(score: float, note_epoch: float, path: str, b: Search, cold: list[str], now: float | None = None) -> float:
+    """The final score: BM25, raised for recent notes (half-life decay) and lowered for COLD ones."""
+    age_days = max(0.0, ((now or time.time()) - note_epoch) / 86400)
+    s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days))
+    if any(fnmatch.fnmatch(path, g) for g in cold):
+        s *= b.cold_factor
+    return s

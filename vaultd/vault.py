@@ -19,10 +19,10 @@ from .config import Config
 from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
-from .index import NoteIndex
+from .index import NoteIndex, note_epoch
 from .note import Note
 from .parse import decode, parse_file
-from .ranking import plan
+from .ranking import blend, plan
 from .parse.markdown import split_front_matter
 from .snippets import Matcher, best_lines
 
@@ -184,13 +184,18 @@ class Vault:
 
     def search(self, q: str, limit: int | None = None) -> dict:
         t0 = time.perf_counter()
-        limit = limit or self.config.search.limit
-        p = plan(self.index.schema, q, self.config.search)
+        cfg = self.config.search
+        limit = limit or cfg.limit
+        p = plan(self.index.schema, self.index.searcher(), q, cfg)
         hits, total = [], 0
         if p.query is not None:
-            total, found = self.index.search(p.query, limit)
+            total, found = self.index.search(p.query, max(limit, cfg.candidates))
+            now = time.time()
+            cold = self.config.tiers.cold
+            ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, cold, now), n) for score, n in found),
+                            key=lambda t: (-t[0], t[1].path))[:limit]
             matcher = Matcher(p.words, p.stems)
-            for score, note in found:
+            for score, note in ranked:
                 hits.append(
                     {
                         "path": note.path,
@@ -201,7 +206,8 @@ class Vault:
                         "snippets": msgspec.to_builtins(self._snippets(note, matcher)),
                     }
                 )
-        return {"query": q, "vault": str(self.root), "total": total, "took_ms": round((time.perf_counter() - t0) * 1000, 3), "hits": hits}
+        took = round((time.perf_counter() - t0) * 1000, 3)
+        return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "hits": hits}
 
     def _snippets(self, note: Note, matcher: Matcher) -> list:
         if not matcher:
