@@ -10,6 +10,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import wait_for
 
@@ -334,3 +336,10 @@ def test_odd_file_names(daemon):
     assert sorted(daemon.search_paths("ocelot")) == sorted(names)
     res = daemon.request("backlinks", note="19691231T235959")
     assert res["note"] == "19691231T235959--before-the-epoch__old.org"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(q=st.text(max_size=300) | st.text(alphabet='ab "-+:tag()title', max_size=50) | st.just("가치관이 " * 5000))
+def test_no_query_string_gets_an_error_from_the_daemon(daemon, q):
+    res = daemon.request("search", q=q, limit=3)
+    assert isinstance(res["hits"], list)

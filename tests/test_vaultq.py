@@ -145,3 +145,14 @@ def test_tags_and_orphans(sock):
     r = vaultq("--socket", sock, "orphans", "--json")
     assert json.loads(r.stdout) == {"orphans": []}
     assert vaultq("--socket", sock, "orphans").returncode == 1
+
+
+def test_search_filter_flags(daemon, sock):
+    r = vaultq("--socket", sock, "search", "--format", "paths", "--tag", "productivity", "boredom", cwd=daemon.vault)
+    assert r.stdout.splitlines() == ["notes/Deep work.md"]
+    r = vaultq("--socket", sock, "search", "--format", "paths", "--path", "journal", "deep work", cwd=daemon.vault)
+    assert r.stdout.splitlines() == ["journal/2025-11-20.md"]
+    r = vaultq("--socket", sock, "search", "--format", "paths", "--after", "2025-11-01", "가치관", cwd=daemon.vault)
+    assert r.stdout.splitlines() == ["notes/20251101T120000--가치관__철학.md"]
+    r = vaultq("--socket", sock, "search", "--before", "2025-11-01", "가치관")
+    assert r.returncode == 1

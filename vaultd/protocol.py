@@ -34,7 +34,7 @@ class Status(Request, tag="status"):
 
 
 class Search(Request, tag="search"):
-    q: Annotated[str, msgspec.Meta(max_length=4096)]
+    q: str
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
 
 

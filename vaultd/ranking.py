@@ -57,9 +57,15 @@ class Parsed:
     """The last word, when the query does not end in a space: also matched as a prefix."""
 
 
+MAX_TOKENS = 64
+"""Words past this many are ignored: a pasted page must not cost seconds."""
+
+
 def parse(text: str) -> Parsed:
     p = Parsed()
-    for m in _TOKEN.finditer(text):
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        if i >= MAX_TOKENS:
+            break
         sign, op, val = m.group(1), (m.group(2) or "").lower(), m.group(3)
         quoted = val.startswith('"')
         val = val.strip('"')
@@ -71,8 +77,8 @@ def parse(text: str) -> Parsed:
             p.titles.append(val)
         elif op == "path":
             p.paths.append(val.strip("/"))
-        elif op in ("after", "before") and parse_date(val) is not None:
-            setattr(p, op, _date_bound(val, op))
+        elif op in ("after", "before") and _date_bound(val) is not None:
+            setattr(p, op, _date_bound(val))
         elif quoted:
             (p.excluded_phrases if sign == "-" else p.phrases).append(val)
         elif sign == "-":
@@ -86,14 +92,15 @@ def parse(text: str) -> Parsed:
     return p
 
 
-def _date_bound(val: str, op: str) -> float:
-    """`after:2025-03` means from March on; `before:2025-03` means before March."""
-    digits = re.sub(r"\D", "", val)
-    if len(digits) == 4:
-        val = val + "-01-01"
-    elif len(digits) == 6:
-        val = val + "-01"
-    return parse_date(val)
+def _date_bound(val: str) -> float | None:
+    """The start of a YYYY, YYYY-MM or YYYY-MM-DD period: `after:2025-03` means from March
+    on, `before:2025-03` before March."""
+    if re.fullmatch(r"\d{4}", val):
+        val += "-01-01"
+    elif re.fullmatch(r"\d{4}-\d{1,2}", val):
+        y, m = val.split("-")
+        val = f"{y}-{int(m):02d}-01"
+    return parse_date(val) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", val) else None
 
 
 def _split(text: str) -> tuple[list[str], list[str]]:
@@ -178,8 +185,9 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         should.append(bld.stem_clause(s))
     for w in dict.fromkeys(w.lower() for w in _WORD.findall(CJK_RUN.sub(" ", plain))):
         should.append(bld.term("tags", w, boosts.tag_boost))
-        if len(w) >= 4 and not w.isdigit() and not any(bld.known(s) for s in _EN.analyze(w)):
-            should.append(bld.fuzzy(w))  # no note has this word: probably a typo
+        ws = _EN.analyze(w)
+        if len(w) >= 4 and not w.isdigit() and ws and not bld.known(ws[0]):
+            should.append(bld.fuzzy(ws[0]))  # no note has this word: probably a typo; stems meet stems
     for run in dict.fromkeys(cjk):
         c = bld.cjk_clause(run)
         if c is not None:
@@ -222,14 +230,16 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if c is not None:
             must_not.append(c)
 
+    text_required = bool(p.required or p.phrases)
     if not should and not must:
         if not must_not:
             return Plan(query=None, parsed=p)
         must.append(_Q.all_query())
     clauses = [(_O.Must, q) for q in must] + [(_O.MustNot, q) for q in must_not]
     if should:
+        # Plain words: at least one must match, unless +words or "phrases" already say what must.
         sq = _Q.boolean_query([(_O.Should, q) for q in should])
-        clauses.append((_O.Must if not must else _O.Should, sq))
+        clauses.append((_O.Should if text_required else _O.Must, sq))
     words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles))]
     return Plan(query=_Q.boolean_query(clauses), words=list(dict.fromkeys(words + cjk)),
                 stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles))[0])), parsed=p)

@@ -33,6 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("-n", "--limit", type=int, default=10, help="at most this many notes (default 10)")
     s.add_argument("--json", action="store_true", help="print the JSON result")
     s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
+    s.add_argument("--tag", action="append", default=[], help="only notes with this tag (repeatable)")
+    s.add_argument("--path", action="append", default=[], help="only notes under this folder (repeatable)")
+    s.add_argument("--after", help="only notes dated on or after YYYY[-MM[-DD]]")
+    s.add_argument("--before", help="only notes dated before YYYY[-MM[-DD]]")
 
     for name, helptext in (("backlinks", "links into NOTE, with the line each stands on"),
                            ("links", "links out of NOTE: where each leads, or why it is broken")):
@@ -195,7 +199,11 @@ def _run(c: Client, args) -> int:
         if args.limit < 1:
             print("vaultq: --limit must be at least 1", file=sys.stderr)
             return EXIT_USAGE
-        res = c.request("search", q=" ".join(args.query), limit=args.limit)
+        q = " ".join(args.query)
+        for op, vals in (("tag", args.tag), ("path", args.path), ("after", [args.after] if args.after else []),
+                         ("before", [args.before] if args.before else [])):
+            q += "".join(f' {op}:"{v}"' if " " in v else f" {op}:{v}" for v in vals)
+        res = c.request("search", q=q, limit=args.limit)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
     vault = c.request("status")["vault"] if not args.json else ""

@@ -1,0 +1,123 @@
+"""Search as a user types it: operators, flags, Korean, typos, ranking blend."""
+
+import os
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vaultd.config import Config
+from vaultd.ranking import parse
+from vaultd.vault import Vault
+
+NOTES = {
+    "notes/rust-tips.md": "---\ntitle: Rust tips\ntags: [rust, programming]\ndate: 2025-03-01\n---\n\n# Borrow checker\n\nThe borrow checker keeps memory safe.\nLifetimes explained simply.\n",
+    "notes/python-tips.md": "---\ntitle: Python tips\ntags: [python, programming]\ndate: 2024-06-01\n---\n\n# Memory\n\nPython memory is garbage collected.\nThe checker is mypy.\n",
+    "journal/2025-01-10.md": "# Journal\n\nRead about the borrow checker again. #rust\n",
+    "archive/old-rust.md": "# Old rust notes\n\nborrow checker borrow checker borrow checker memory\n",
+    "notes/20250101T000000--가치관-정리__철학.md": "# 가치관\n\n나의 가치관은 단순함이다.\n\n## 선택\n\n가치 있는 선택을 한다.\n",
+    "notes/spacing.md": "# 띄어쓰기\n\n형태소 분석기 없이도 계층 구조를 찾는다.\n",
+    "notes/sync.md": "# Syncthing\n\nSyncthing keeps folders in sync. jujutsu is a VCS.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def v(tmp_path_factory):
+    root = tmp_path_factory.mktemp("search")
+    vault = root / "vault"
+    for rel, text in NOTES.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text)
+    old = time.time() - 3 * 365 * 86400
+    os.utime(vault / "archive/old-rust.md", (old, old))
+    os.utime(vault / "journal/2025-01-10.md", (old, old))
+    vlt = Vault(Config(vault=str(vault), state_dir=str(root / "state")).load())
+    vlt.reconcile()
+    yield vlt
+    vlt.close()
+
+
+def paths(v, q, limit=10):
+    return [h["path"] for h in v.search(q, limit)["hits"]]
+
+
+def test_plain_words_rank_notes_with_more_of_them_first(v):
+    assert paths(v, "borrow checker lifetimes")[0] == "notes/rust-tips.md"
+
+
+def test_phrase(v):
+    assert "notes/python-tips.md" not in paths(v, '"borrow checker"')
+    assert "notes/python-tips.md" in paths(v, "checker")
+
+
+def test_exclusion_and_required(v):
+    assert "notes/rust-tips.md" not in paths(v, "checker -lifetimes")
+    assert "notes/rust-tips.md" in paths(v, "checker")
+    assert paths(v, 'memory -"borrow checker"') == ["notes/python-tips.md"]
+    assert set(paths(v, "checker +mypy")) == {"notes/python-tips.md"}
+
+
+def test_or_is_accepted(v):
+    assert set(paths(v, "mypy OR lifetimes")) == {"notes/python-tips.md", "notes/rust-tips.md"}
+
+
+def test_tag_title_path_filters(v):
+    assert set(paths(v, "checker tag:rust")) == {"notes/rust-tips.md", "journal/2025-01-10.md"}
+    assert paths(v, "tag:python") == ["notes/python-tips.md"]
+    assert paths(v, "title:python checker") == ["notes/python-tips.md"]
+    assert set(paths(v, "checker path:notes")) == {"notes/rust-tips.md", "notes/python-tips.md"}
+    assert paths(v, "borrow path:journal") == ["journal/2025-01-10.md"]
+
+
+def test_date_filters_use_the_note_date(v):
+    assert paths(v, "tips after:2025-01-01") == ["notes/rust-tips.md"]
+    assert paths(v, "tips before:2025") == ["notes/python-tips.md"]
+    assert paths(v, "tips after:2024-06 before:2024-07") == ["notes/python-tips.md"]
+
+
+def test_bad_operator_values_are_plain_words(v):
+    p = parse("after:someday tips")
+    assert p.after is None and "after:someday" in p.words
+    assert v.search("after:someday")["hits"] == []
+
+
+def test_typo_tolerance_for_unknown_words(v):
+    assert paths(v, "borow chekcer")[0] in ("notes/rust-tips.md", "journal/2025-01-10.md")
+    assert paths(v, "sycnthing")[0] == "notes/sync.md"
+
+
+def test_last_word_is_a_prefix(v):
+    assert paths(v, "lifeti")[0] == "notes/rust-tips.md"
+    assert parse("lifeti").prefix == "lifeti" and parse("lifeti ").prefix is None, "a trailing space ends the word"
+    assert paths(v, "borrow chec")[0] == "notes/rust-tips.md"
+
+
+def test_korean_particles_and_spacing(v):
+    assert paths(v, "가치관이")[0] == "notes/20250101T000000--가치관-정리__철학.md"
+    assert paths(v, "가치관은 뭐지")[0] == "notes/20250101T000000--가치관-정리__철학.md"
+    assert paths(v, "형태소분석기")[0] == "notes/spacing.md"
+    assert paths(v, "계층구조")[0] == "notes/spacing.md"
+    assert paths(v, "jujutsu가")[0] == "notes/sync.md"
+    assert paths(v, "syncthing에서")[0] == "notes/sync.md"
+
+
+def test_korean_snippet_lines_and_highlights(v):
+    hit = v.search("가치관이")["hits"][0]
+    s = {sn["line"]: sn for sn in hit["snippets"]}
+    assert s[3]["text"] == "나의 가치관은 단순함이다." and s[3]["highlights"] == [[3, 6]]
+    assert s[3]["heading"] == "가치관"
+
+
+def test_cold_and_old_notes_rank_down(v):
+    ranked = paths(v, "borrow checker")
+    assert ranked.index("archive/old-rust.md") > ranked.index("notes/rust-tips.md")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(list('ab가치 "-+:()*~^\\/#') + ["tag:", "title:", "path:", "after:", "before:",
+                                                               "2025-01", "OR ", "\x00", "🙂", "borrow", "checker"]),
+                max_size=30), st.text(max_size=20))
+def test_no_query_raises(v, parts, noise):
+    res = v.search("".join(parts) + noise, 5)
+    assert isinstance(res["hits"], list)
