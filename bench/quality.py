@@ -48,7 +48,7 @@ class Daemon:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:
-                if self.ask("status")["reconciled"]:
+                if self.ask("status").get("graph") == "ready":
                     return
             except OSError:
                 time.sleep(0.05)

@@ -156,8 +156,10 @@ def test_incremental_updates_equal_a_fresh_build():
                                      f"[[denote:2025010{rnd.randint(1, 3)}T000000]]"]) + "\n")
         return "".join(parts)
 
+    from vaultd.ranking import terms
+
     notes: dict = {}
-    g = Graph()
+    g = Graph(terms=terms)
     for _ in range(200):
         path = rnd.choice(folders) + rnd.choice(names) + rnd.choice([".md", ".md", f"-{rnd.randint(1, 2)}.md"])
         if rnd.random() < 0.2 and rnd.random() < 0.5:
@@ -167,8 +169,10 @@ def test_incremental_updates_equal_a_fresh_build():
             del new[path]
             g.update(new, [], [path])
         else:
-            new[path] = parse_file(path, random_note(path).encode())
+            new[path] = parse_file(path, (random_note(path) + f"[[{rnd.choice(names)}|label {rnd.choice(names)}]]\n").encode())
             g.update(new, [path], [])
         notes = new
-        assert _snapshot(g) == _snapshot(Graph(notes))
-        assert g.back == Graph(notes).back
+        fresh = Graph(notes, terms)
+        assert _snapshot(g) == _snapshot(fresh)
+        assert g.back == fresh.back
+        assert g._anchor_text == fresh._anchor_text

@@ -109,3 +109,9 @@ def test_corrupt_index_is_rebuilt(cfg, v):
 def test_second_writer_is_refused(cfg, v):
     with pytest.raises(IndexLocked, match="in use by another process"):
         Vault(cfg)
+
+
+def test_anchor_text_finds_a_note_by_what_links_call_it(v):
+    # `[[Deep work|몰입]]` in the 가치관 note: Deep work itself never says 몰입
+    assert "notes/Deep work.md" in paths(v, "몰입")
+    assert "notes/Deep work.md" not in paths(v, "몰입 path:journal")

@@ -54,6 +54,8 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """...and the lift halves every this many days."""
     cold_factor: float = 0.5
     """COLD notes (tiers.cold) score this times their BM25."""
+    anchor_weight: float = 1.0
+    """A note whose inbound link labels hold all the query's words scores (1 + this) times."""
 
 
 class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -15,13 +15,14 @@ PDFs) and URLs are kept but are not edges.
 
 from __future__ import annotations
 
+import math
 import os
 import posixpath
 import re
 import threading
 import unicodedata
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -100,8 +101,12 @@ class Graph:
     removed. Queries and updates take a lock, so a reader never sees half a batch.
     """
 
-    def __init__(self, notes: dict[str, Note] | None = None) -> None:
+    def __init__(self, notes: dict[str, Note] | None = None, terms: Callable[[str], list[str]] | None = None) -> None:
+        """`terms` turns link labels into search terms for anchor text (none kept without it)."""
         self._lock = threading.RLock()
+        self._terms = terms
+        self._anchor_text: dict[str, Counter[str]] = defaultdict(Counter)  # term -> target -> labels using it
+        self._src_anchor: dict[str, list[tuple[str, str]]] = {}
         self.notes: dict[str, Note] = {}
         self._out: dict[str, list[Dest]] = {}  # parallel to note.links
         self._back: dict[str, dict[str, list[int]]] = defaultdict(dict)  # target -> source -> link indices
@@ -171,11 +176,44 @@ class Graph:
                     if t is not None and t != src:
                         back[t].setdefault(src, []).append(i)
                 self._out[src] = dests
+                if self._terms is not None:
+                    self._add_anchor_text(src, note, dests)
                 self._src_deps[src] = deps
                 for k in deps:
                     self._deps[k].add(src)
 
+    def _add_anchor_text(self, src: str, note: Note, dests: list[Dest]) -> None:
+        """What other notes call a note (the labels of links to it) is searchable for it."""
+        pairs = []
+        for link, d in zip(note.links, dests):
+            if link.label and d.target is not None and d.target != src and link.kind != "url":
+                for t in set(self._terms(link.label)):
+                    self._anchor_text[t][d.target] += 1
+                    pairs.append((t, d.target))
+        if pairs:
+            self._src_anchor[src] = pairs
+
+    def anchor_match(self, terms: list[str]) -> dict[str, float]:
+        """For each note some link label names with these terms: the idf-weighted share of the
+        terms its labels cover (0..1)."""
+        with self._lock:
+            n = max(1, len(self.notes))
+            weights = {t: math.log(1 + n / (1 + len(self._anchor_text.get(t, ())))) for t in set(terms)}
+            total = sum(weights.values()) or 1.0
+            out: dict[str, float] = defaultdict(float)
+            for t, w in weights.items():
+                for target in self._anchor_text.get(t, ()):
+                    out[target] += w / total
+            return out
+
     def _drop(self, src: str) -> None:
+        for t, target in self._src_anchor.pop(src, ()):
+            c = self._anchor_text[t]
+            c[target] -= 1
+            if c[target] <= 0:
+                del c[target]
+                if not c:
+                    del self._anchor_text[t]
         for k in self._src_deps.pop(src, ()):
             self._deps[k].discard(src)
         for d in self._out.pop(src, ()):

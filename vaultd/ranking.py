@@ -56,6 +56,12 @@ class Parsed:
     prefix: str | None = None
     """The last word, when the query does not end in a space: also matched as a prefix."""
 
+    @property
+    def constrained(self) -> bool:
+        """Anything beyond plain words: filters, required or excluded text."""
+        return bool(self.required or self.excluded or self.phrases or self.excluded_phrases or self.tags
+                    or self.titles or self.paths or self.after is not None or self.before is not None)
+
 
 MAX_TOKENS = 64
 """Words past this many are ignored: a pasted page must not cost seconds."""
@@ -110,6 +116,12 @@ def _split(text: str) -> tuple[list[str], list[str]]:
     return stems, cjk
 
 
+def terms(text: str) -> list[str]:
+    """Search terms of a piece of text: English stems and CJK bigrams (for anchor text)."""
+    stems, cjk = _split(text)
+    return stems + [g for run in cjk for g in bigrams(run)]
+
+
 def bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
@@ -123,6 +135,8 @@ class Plan:
     """Lower-cased query words (Latin words and CJK runs), for highlighting."""
     stems: list[str] = field(default_factory=list)
     parsed: Parsed = field(default_factory=Parsed)
+    terms: list[str] = field(default_factory=list)
+    """Terms of the plain words (stems and bigrams), for anchor text."""
 
 
 class _Builder:
@@ -193,8 +207,10 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if c is not None:
             should.append(c)
         should.append(bld.term("tags", run, boosts.tag_boost))
-    for a, b in zip(stems, stems[1:]):  # words next to each other count more
-        should.append(_Q.boost_query(_Q.phrase_query(schema, "body", [a, b], 2), 0.5))
+    for a, b in zip(stems, stems[1:]):  # words next to each other count more, most in a title or heading
+        should.append(_Q.disjunction_max_query([
+            _Q.boost_query(_Q.phrase_query(schema, f, [a, b], 2), w * 0.5)
+            for f, w in (("title", boosts.title_boost), ("headings", boosts.heading_boost), ("body", boosts.body_boost))]))
     if p.prefix and len(p.prefix) >= 2:
         should.append(_Q.boost_query(_Q.disjunction_max_query(
             [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
@@ -241,14 +257,16 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         sq = _Q.boolean_query([(_O.Should, q) for q in should])
         clauses.append((_O.Should if text_required else _O.Must, sq))
     words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles))]
-    return Plan(query=_Q.boolean_query(clauses), words=list(dict.fromkeys(words + cjk)),
+    return Plan(query=_Q.boolean_query(clauses), words=list(dict.fromkeys(words + cjk)), terms=terms(plain),
                 stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles))[0])), parsed=p)
 
 
-def blend(score: float, note_epoch: float, path: str, b: Search, cold: list[str], now: float | None = None) -> float:
-    """The final score: BM25, raised for recent notes (half-life decay) and lowered for COLD ones."""
+def blend(score: float, note_epoch: float, path: str, b: Search, cold: list[str], now: float | None = None,
+          anchor: float = 0.0) -> float:
+    """The final score: BM25, raised by anchor text (the share of the query that links to
+    the note use as their label) and for recent notes (half-life decay), lowered for COLD."""
     age_days = max(0.0, ((now or time.time()) - note_epoch) / 86400)
-    s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days))
+    s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days)) * (1 + b.anchor_weight * anchor)
     if any(fnmatch.fnmatch(path, g) for g in cold):
         s *= b.cold_factor
     return s

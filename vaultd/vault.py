@@ -22,7 +22,7 @@ from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch
 from .note import Note
 from .parse import decode, parse_file
-from .ranking import blend, plan
+from .ranking import blend, plan, terms
 from .parse.markdown import split_front_matter
 from .snippets import Matcher, best_lines
 
@@ -74,7 +74,7 @@ class Vault:
         if graph and self.graph is None:
             with self._apply_lock:
                 t = time.perf_counter()
-                self.graph = Graph(self.notes)
+                self.graph = Graph(self.notes, terms)
                 self._graph_ready.set()
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
         return result
@@ -192,7 +192,15 @@ class Vault:
             total, found = self.index.search(p.query, max(limit, cfg.candidates))
             now = time.time()
             cold = self.config.tiers.cold
-            ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, cold, now), n) for score, n in found),
+            anchors = self.graph.anchor_match(p.terms) if self.graph is not None and p.terms else {}
+            if anchors and not p.parsed.constrained:
+                # Notes the words do not reach but links to them name that way: found by anchor text alone
+                top = max((score for score, _ in found), default=1.0)
+                seen = {n.path for _, n in found}
+                found += [(top * 0.5 * m, self.notes[t]) for t, m in anchors.items()
+                          if m >= 0.5 and t not in seen and t in self.notes]
+            ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, cold, now, anchors.get(n.path, 0.0)), n)
+                             for score, n in found),
                             key=lambda t: (-t[0], t[1].path))[:limit]
             matcher = Matcher(p.words, p.stems)
             for score, note in ranked:
