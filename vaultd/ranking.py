@@ -215,14 +215,8 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         should.append(_Q.boost_query(_Q.disjunction_max_query(
             [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
 
-    for w in p.required:
-        c = bld.text_clause(w)
-        if c is not None:
-            must.append(c)
-    for ph in p.phrases:
-        c = bld.phrase(ph)
-        if c is not None:
-            must.append(c)
+    must += [c for c in map(bld.text_clause, p.required) if c is not None]
+    must += [c for c in map(bld.phrase, p.phrases) if c is not None]
     for t in p.tags:
         must.append(bld.term("tags", t))
     for t in p.titles:
@@ -237,14 +231,8 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         must.append(_Q.range_query(schema, "date", tantivy.FieldType.Integer,
                                    int(p.after) if p.after is not None else None,
                                    int(p.before) - 1 if p.before is not None else None))
-    for w in p.excluded:
-        c = bld.text_clause(w)
-        if c is not None:
-            must_not.append(c)
-    for ph in p.excluded_phrases:
-        c = bld.phrase(ph)
-        if c is not None:
-            must_not.append(c)
+    must_not += [c for c in map(bld.text_clause, p.excluded) if c is not None]
+    must_not += [c for c in map(bld.phrase, p.excluded_phrases) if c is not None]
 
     text_required = bool(p.required or p.phrases)
     if not should and not must:
