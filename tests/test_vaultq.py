@@ -156,3 +156,17 @@ def test_search_filter_flags(daemon, sock):
     assert r.stdout.splitlines() == ["notes/20251101T120000--가치관__철학.md"]
     r = vaultq("--socket", sock, "search", "--before", "2025-11-01", "가치관")
     assert r.returncode == 1
+
+
+def test_read_pin_hot_recent(daemon, sock):
+    r = vaultq("--socket", sock, "read", "Deep work", "--heading", "Rules")
+    assert r.returncode == 0 and r.stdout.startswith("## Rules\n\nEmbrace boredom. #habit")
+    r = vaultq("--socket", sock, "read", "Deep work", "--lines", "7:7")
+    assert r.stdout == "# Deep work\n"
+    assert vaultq("--socket", sock, "read", "Deep work", "--lines", "x").returncode == 2
+    assert vaultq("--socket", sock, "pin", "Deep work").stdout == "pinned notes/Deep work.md\n"
+    r = vaultq("--socket", sock, "hot")
+    assert r.returncode == 0 and "notes/Deep work.md  Deep work  (pinned, changed 0 days ago, read 2 times)" in r.stdout
+    assert "notes/Deep work.md" in vaultq("--socket", sock, "recent", "--format", "paths").stdout.splitlines()
+    assert vaultq("--socket", sock, "unpin", "Deep work").stdout == "unpinned notes/Deep work.md\n"
+    assert vaultq("--socket", sock, "pins").returncode == 1

@@ -60,7 +60,19 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cold: list[str] = msgspec.field(default_factory=lambda: ["archive/**", "*/archive/**"])
-    """Globs (vault-relative) of the COLD archive: indexed, ranked down."""
+    """Globs (vault-relative) of the COLD archive: indexed, ranked down, never HOT."""
+    hot_tags: list[str] = msgspec.field(default_factory=lambda: ["active", "urgent", "todo"])
+    done_tags: list[str] = msgspec.field(default_factory=lambda: ["done"])
+    hot_days: float = 7.0
+    """Notes changed this recently are HOT."""
+    warm_after_days: float = 30.0
+    """A HOT-by-tag note untouched (no change, no access) this long is demoted."""
+    hot_max: int = 100
+    tag_weight: float = 3.0
+    pin_weight: float = 5.0
+    recent_weight: float = 2.0
+    access_weight: float = 1.0
+    """HOT score = the weights of the reasons a note has (access: scaled by log2 of its count)."""
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -115,6 +127,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ("index.max_file_mb", i.max_file_mb, 1),
             ("search.limit", self.search.limit, 1),
             ("search.candidates", self.search.candidates, 1),
+            ("tiers.hot_max", self.tiers.hot_max, 1),
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")

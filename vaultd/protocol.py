@@ -66,7 +66,33 @@ class Tags(Request, tag="tags"):
     pass
 
 
-REQUESTS = (Ping, Status, Search, Backlinks, Links, Graph, Broken, Orphans, Tags)
+class Read(Request, tag="read"):
+    note: NoteName
+    lines: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)] | None = None
+    heading: str | None = None
+
+
+class Pin(Request, tag="pin"):
+    note: NoteName
+
+
+class Unpin(Request, tag="unpin"):
+    note: NoteName
+
+
+class Pins(Request, tag="pins"):
+    pass
+
+
+class Hot(Request, tag="hot"):
+    pass
+
+
+class Recent(Request, tag="recent"):
+    days: Annotated[float, msgspec.Meta(gt=0)] = 7.0
+
+
+REQUESTS = (Ping, Status, Search, Backlinks, Links, Graph, Broken, Orphans, Tags, Read, Pin, Unpin, Pins, Hot, Recent)
 OPS = tuple(r.__struct_config__.tag for r in REQUESTS)
 _decoder = msgspec.json.Decoder(Union[REQUESTS])  # type: ignore[valid-type]
 _encoder = msgspec.json.Encoder()

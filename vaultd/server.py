@@ -176,6 +176,7 @@ class Server:
         self._guard(vault.reconcile)
         while not self.should_exit.is_set():
             batch = self.debouncer.take(self.should_exit)
+            self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
             if not batch:
                 continue
             if RESCAN in batch:
@@ -271,6 +272,16 @@ class Server:
                 return v.orphans()
             case protocol.Tags():
                 return v.tags()
+            case protocol.Read():
+                return v.read(req.note, tuple(req.lines) if req.lines else None, req.heading)
+            case protocol.Pin() | protocol.Unpin():
+                return v.pin(req.note, isinstance(req, protocol.Pin))
+            case protocol.Pins():
+                return v.pins()
+            case protocol.Hot():
+                return v.hot()
+            case protocol.Recent():
+                return v.recent(req.days)
             case protocol.Status():
                 return {
                     **v.status(),

@@ -25,6 +25,8 @@ from .parse import decode, parse_file
 from .ranking import blend, plan, terms
 from .parse.markdown import split_front_matter
 from .snippets import Matcher, best_lines
+from .state import StateStore
+from .tiers import hot
 
 logger = logging.getLogger("vaultd.vault")
 
@@ -49,11 +51,13 @@ class Vault:
         """Files read and parsed since start (restarts re-parse only what changed)."""
         self.in_flight = 0
         """Paths of the batch being applied now (part of `pending`)."""
+        self.state = StateStore(self.state_dir / "state.json")
         self.started = time.time()
         self.reconciled = False
         self._apply_lock = threading.Lock()
 
     def close(self) -> None:
+        self.state.flush()
         self.index.close()
 
     # -- change -----------------------------------------------------------------
@@ -131,6 +135,7 @@ class Vault:
         self.generation += 1
         for old, new in _moves(gone, upserts).items():
             logger.info("moved: %s -> %s", old, new)
+            self.state.moved(old, new)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
 
@@ -290,6 +295,50 @@ class Vault:
             ]
         }
 
+    # -- working set ------------------------------------------------------------
+
+    def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None) -> dict:
+        """A note's text (all, a line range, or one heading's section), read from the file."""
+        path = self.find_note(name)
+        note = self.notes[path]
+        try:
+            text = decode((self.root / path).read_bytes())[0]
+        except OSError as e:
+            raise QueryError(f"cannot read {path}: {e.strerror}") from None
+        all_lines = text.split("\n")
+        if text.endswith("\n"):
+            all_lines.pop()
+        first, last = 1, len(all_lines)
+        if heading is not None:
+            first, last = _section(note, heading, len(all_lines))
+        if lines is not None:
+            a, b = lines
+            if a < 1 or b < a:
+                raise QueryError(f"lines: expected A:B with 1 <= A <= B, got {a}:{b}")
+            first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
+        self.state.touch(path)
+        body = "\n".join(all_lines[first - 1 : last])
+        return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
+                "total_lines": len(all_lines), "text": body}
+
+    def pin(self, name: str, on: bool) -> dict:
+        path = self.find_note(name)
+        changed = self.state.pin(path, on)
+        return {"path": path, "pinned": on, "changed": changed}
+
+    def pins(self) -> dict:
+        return {"pins": [{"path": p, "title": self.notes[p].title if p in self.notes else None}
+                         for p in self.state.state.pins]}
+
+    def hot(self) -> dict:
+        return {"hot": hot(self.notes, self.state.state, self.config.tiers)}
+
+    def recent(self, days: float) -> dict:
+        cutoff = time.time() - days * 86400
+        items = sorted(((n.mtime_ns, p) for p, n in self.notes.items() if n.mtime_ns / 1e9 >= cutoff), reverse=True)
+        return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
+                                          "mtime": round(m / 1e9, 3)} for m, p in items]}
+
     def status(self) -> dict:
         return {
             "version": __version__,
@@ -304,6 +353,17 @@ class Vault:
             "graph": "ready" if self.graph else "building",
             "uptime_s": round(time.time() - self.started, 1),
         }
+
+
+def _section(note: Note, heading: str, n_lines: int) -> tuple[int, int]:
+    """First and last line of the section under `heading` (text, anchor, or custom id)."""
+    want = heading.strip().lstrip("#*").strip().casefold()
+    hs = sorted(note.headings, key=lambda h: h.line)
+    for i, h in enumerate(hs):
+        if h.text.casefold() == want or h.anchor.casefold() == want:
+            end = next((o.line - 1 for o in hs[i + 1 :] if o.level <= h.level), n_lines)
+            return h.line, end
+    raise QueryError(f"{note.path} has no heading {heading!r}")
 
 
 def _moves(gone: dict[str, Note], added: list[Note]) -> dict[str, str]:

@@ -58,7 +58,33 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help="print JSON")
         if name != "tags":
             s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
+    s = sub.add_parser("read", help="a note's text, or part of it (counts as an access)")
+    s.add_argument("note", metavar="NOTE")
+    s.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
+    s.add_argument("--heading", metavar="H", help="only the section under heading H")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    for name, helptext in (("pin", "keep NOTE in the HOT set"), ("unpin", "stop pinning NOTE")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("note", metavar="NOTE")
+        s.add_argument("--json", action="store_true", help="print JSON")
+    for name, helptext in (("pins", "pinned notes"), ("hot", "the HOT working set, with why each note is in it")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("--json", action="store_true", help="print JSON")
+        s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
+    s = sub.add_parser("recent", help="notes changed in the last days")
+    s.add_argument("--days", type=float, default=7.0, help="how many days back (default 7)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
     return p
+
+
+def _lines(spec: str | None) -> list[int] | None:
+    if spec is None:
+        return None
+    a, sep, b = spec.partition(":")
+    if not (a.isdigit() and (not sep or b.isdigit())):
+        raise ValueError(f"--lines: expected A:B, got {spec!r}")
+    return [int(a), int(b) if sep else int(a)]
 
 
 def _socket(args) -> str:
@@ -206,6 +232,28 @@ def _run(c: Client, args) -> int:
         res = c.request("search", q=q, limit=args.limit)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
+    if cmd == "read":
+        try:
+            lines = _lines(args.lines)
+        except ValueError as e:
+            print(f"vaultq: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("read", note=args.note, lines=lines, heading=args.heading)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"])
+        return EXIT_OK
+    if cmd in ("pin", "unpin"):
+        res = c.request(cmd, note=args.note)
+        print(json.dumps(res, ensure_ascii=False) if args.json else f"{cmd}ned {res['path']}")
+        return EXIT_OK
+    if cmd in ("pins", "hot", "recent"):
+        res = c.request(cmd, days=args.days) if cmd == "recent" else c.request(cmd)
+        items = res[cmd]
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+        for it in [] if args.json else items:
+            extra = f"  ({', '.join(it['why'])})" if "why" in it else ""
+            print(it["path"] if args.format == "paths" else f"{it['path']}  {it['title']}{extra}")
+        return EXIT_OK if items else EXIT_NONE
     vault = c.request("status")["vault"] if not args.json else ""
     if cmd in ("backlinks", "links"):
         res = c.request(cmd, note=args.note)

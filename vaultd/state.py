@@ -1,0 +1,103 @@
+"""The small state file: what the vault cannot give back (access counts, pins).
+
+Written atomically (temp file, fsync, rename, fsync of the folder), flushed by the
+daemon every few seconds when something changed and at shutdown. A file that cannot
+be read is set aside as `state.json.bad-<time>` and vaultd starts from empty state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import msgspec
+
+logger = logging.getLogger("vaultd.state")
+
+
+class State(msgspec.Struct, kw_only=True):
+    version: int = 1
+    access: dict[str, int] = {}
+    """Times each note was read through vaultd (`read`, `context`)."""
+    last_access: dict[str, float] = {}
+    pins: list[str] = []
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class StateStore:
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._dirty = False
+        self.state = self._load()
+
+    def _load(self) -> State:
+        try:
+            return msgspec.json.decode(self.path.read_bytes(), type=State)
+        except FileNotFoundError:
+            return State()
+        except (OSError, msgspec.DecodeError) as e:
+            bad = self.path.with_name(f"{self.path.name}.bad-{int(time.time())}")
+            logger.warning("state file %s unreadable (%s); set aside as %s, starting empty", self.path, e, bad.name)
+            try:
+                os.replace(self.path, bad)
+            except OSError:
+                pass
+            return State()
+
+    def flush(self) -> bool:
+        """Write the state if it changed since the last flush. Returns whether it wrote."""
+        with self._lock:
+            if not self._dirty:
+                return False
+            data = msgspec.json.encode(self.state)
+            self._dirty = False
+        write_atomic(self.path, data)
+        return True
+
+    def touch(self, path: str) -> None:
+        with self._lock:
+            self.state.access[path] = self.state.access.get(path, 0) + 1
+            self.state.last_access[path] = time.time()
+            self._dirty = True
+
+    def pin(self, path: str, on: bool) -> bool:
+        """Pin or unpin; returns whether anything changed."""
+        with self._lock:
+            pins = self.state.pins
+            if on == (path in pins):
+                return False
+            if on:
+                pins.append(path)
+            else:
+                pins.remove(path)
+            self._dirty = True
+            return True
+
+    def moved(self, old: str, new: str) -> None:
+        """A note moved: its access count and pin follow it."""
+        with self._lock:
+            s = self.state
+            for table in (s.access, s.last_access):
+                if old in table:
+                    table[new] = table.pop(old)
+            if old in s.pins:
+                s.pins[s.pins.index(old)] = new
+            self._dirty = True

@@ -1,0 +1,52 @@
+"""HOT / WARM / COLD: which notes an agent should load first, and why."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import time
+
+from .config import Tiers
+from .note import Note
+from .state import State
+
+
+def is_cold(path: str, cfg: Tiers) -> bool:
+    return any(fnmatch.fnmatch(path, g) for g in cfg.cold)
+
+
+def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = None) -> list[dict]:
+    """The HOT set: each note with its score and the reasons it is hot, best first, capped."""
+    now = now or time.time()
+    day = 86400.0
+    hot_tags, done_tags = set(cfg.hot_tags), set(cfg.done_tags)
+    ranked = []
+    for path, n in notes.items():
+        if is_cold(path, cfg):
+            continue
+        pinned = path in state.pins
+        tags = set(n.tags)
+        if tags & done_tags and not pinned:
+            continue
+        changed_days = (now - n.mtime_ns / 1e9) / day
+        touched_days = min(changed_days, (now - state.last_access.get(path, 0.0)) / day)
+        reasons, score = [], 0.0
+        if pinned:
+            reasons.append("pinned")
+            score += cfg.pin_weight
+        for t in sorted(tags & hot_tags):
+            if touched_days <= cfg.warm_after_days or pinned:
+                reasons.append(f"tag:{t}")
+                score += cfg.tag_weight
+        if changed_days <= cfg.hot_days:
+            reasons.append(f"changed {max(0, int(changed_days))} days ago")
+            score += cfg.recent_weight * (1 - changed_days / (2 * cfg.hot_days))
+        reads = state.access.get(path, 0)
+        if reads:
+            reasons.append(f"read {reads} times")
+            score += cfg.access_weight * math.log2(1 + reads)
+        if reasons and (reads == 0 or len(reasons) > 1 or touched_days <= cfg.warm_after_days):
+            ranked.append((score, path, reasons))
+    ranked.sort(key=lambda t: (-t[0], t[1]))
+    return [{"path": p, "title": notes[p].title, "tags": notes[p].tags, "score": round(sc, 3), "why": why}
+            for sc, p, why in ranked[: cfg.hot_max]]
