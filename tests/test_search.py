@@ -109,9 +109,13 @@ def test_korean_snippet_lines_and_highlights(v):
     assert s[3]["heading"] == "가치관"
 
 
-def test_cold_and_old_notes_rank_down(v):
-    ranked = paths(v, "borrow checker")
-    assert ranked.index("archive/old-rust.md") > ranked.index("notes/rust-tips.md")
+def test_cold_is_searched_when_asked_or_when_warm_finds_too_little(v):
+    assert "archive/old-rust.md" not in paths(v, "borrow checker"), "three WARM hits: COLD stays out"
+    res = v.search("borrow checker", 10, scope="all")
+    ranked = [h["path"] for h in res["hits"]]
+    assert res["cold"] and ranked.index("archive/old-rust.md") > ranked.index("notes/rust-tips.md"), "ranked down"
+    res = v.search("lifetimes old")
+    assert res["cold"] and "archive/old-rust.md" in [h["path"] for h in res["hits"]], "WARM gave 1 hit: widened"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

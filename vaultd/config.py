@@ -68,6 +68,8 @@ class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     warm_after_days: float = 30.0
     """A HOT-by-tag note untouched (no change, no access) this long is demoted."""
     hot_max: int = 100
+    min_results: int = 3
+    """Search leaves COLD notes out unless WARM gives fewer hits than this."""
     tag_weight: float = 3.0
     pin_weight: float = 5.0
     recent_weight: float = 2.0
@@ -128,6 +130,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ("search.limit", self.search.limit, 1),
             ("search.candidates", self.search.candidates, 1),
             ("tiers.hot_max", self.tiers.hot_max, 1),
+            ("tiers.min_results", self.tiers.min_results, 0),
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import msgspec
 
@@ -33,9 +33,29 @@ class Status(Request, tag="status"):
     pass
 
 
+Scope = Literal["auto", "warm", "all"]
+"""auto: WARM, widened to COLD when WARM finds too little; warm: never COLD; all: everything."""
+AfterGeneration = Annotated[int, msgspec.Meta(ge=0)] | None
+
+
 class Search(Request, tag="search"):
     q: str
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
+    scope: Scope = "auto"
+    after_generation: AfterGeneration = None
+    """Wait (up to 10 s) until the index has committed this generation and nothing is pending."""
+
+
+class Context(Request, tag="context"):
+    q: str
+    budget: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]
+    unit: Literal["tokens", "bytes"] = "tokens"
+    scope: Scope = "warm"
+    after_generation: AfterGeneration = None
+
+
+class Changes(Request, tag="changes"):
+    since: Annotated[int, msgspec.Meta(ge=0)]
 
 
 NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
@@ -92,7 +112,7 @@ class Recent(Request, tag="recent"):
     days: Annotated[float, msgspec.Meta(gt=0)] = 7.0
 
 
-REQUESTS = (Ping, Status, Search, Backlinks, Links, Graph, Broken, Orphans, Tags, Read, Pin, Unpin, Pins, Hot, Recent)
+REQUESTS = (Ping, Status, Search, Context, Changes, Backlinks, Links, Graph, Broken, Orphans, Tags, Read, Pin, Unpin, Pins, Hot, Recent)
 OPS = tuple(r.__struct_config__.tag for r in REQUESTS)
 _decoder = msgspec.json.Decoder(Union[REQUESTS])  # type: ignore[valid-type]
 _encoder = msgspec.json.Encoder()

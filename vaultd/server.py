@@ -15,6 +15,7 @@ import signal
 import socket
 import stat
 import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -255,11 +256,28 @@ class Server:
             logger.exception("request %r failed", req)
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
 
+    def _catch_up(self, generation: int | None, timeout: float = 10.0) -> None:
+        """Wait until the index has committed `generation` and has nothing pending (bounded)."""
+        if generation is None:
+            return
+        deadline = time.monotonic() + timeout
+        v = self.vault
+        while time.monotonic() < deadline and not (
+            v.generation >= generation and self.debouncer.pending == 0 and v.in_flight == 0
+        ):
+            time.sleep(0.01)
+
     def _dispatch(self, req: protocol.Request):
         v = self.vault
         match req:
             case protocol.Search():
-                return v.search(req.q, req.limit)
+                self._catch_up(req.after_generation)
+                return v.search(req.q, req.limit, req.scope)
+            case protocol.Context():
+                self._catch_up(req.after_generation)
+                return v.context(req.q, req.budget, req.unit, req.scope)
+            case protocol.Changes():
+                return v.changes(req.since)
             case protocol.Backlinks():
                 return v.backlinks(req.note)
             case protocol.Links():

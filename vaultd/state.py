@@ -24,6 +24,8 @@ class State(msgspec.Struct, kw_only=True):
     """Times each note was read through vaultd (`read`, `context`)."""
     last_access: dict[str, float] = {}
     pins: list[str] = []
+    generation: int = 0
+    """The last index generation committed, so generations keep growing across restarts."""
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -90,6 +92,11 @@ class StateStore:
                 pins.remove(path)
             self._dirty = True
             return True
+
+    def set_generation(self, g: int) -> None:
+        with self._lock:
+            self.state.generation = g
+            self._dirty = True
 
     def moved(self, old: str, new: str) -> None:
         """A note moved: its access count and pin follow it."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 
 from . import __version__
+from . import context as ctx
 from .config import Config
 from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
@@ -22,13 +23,16 @@ from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch
 from .note import Note
 from .parse import decode, parse_file
-from .ranking import blend, plan, terms
+from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .snippets import Matcher, best_lines
 from .state import StateStore
-from .tiers import hot
+from .tiers import hot, is_cold
 
 logger = logging.getLogger("vaultd.vault")
+
+LOG_MAX = 100_000
+"""Change records kept for `changes --since`."""
 
 Progress = Callable[[int, int], None]
 """progress(done, total): injected by the caller; the library never prints."""
@@ -47,11 +51,16 @@ class Vault:
         """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
         self._graph_ready = threading.Event()
         self.generation = 0
+        """Grows by one with every commit, and by one at each start (from the state file)."""
         self.parsed = 0
         """Files read and parsed since start (restarts re-parse only what changed)."""
         self.in_flight = 0
         """Paths of the batch being applied now (part of `pending`)."""
         self.state = StateStore(self.state_dir / "state.json")
+        self.generation = self.state.state.generation + 1
+        self._log: list[tuple[int, str, str, str | None]] = []
+        """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
+        self._log_start = self.generation
         self.started = time.time()
         self.reconciled = False
         self._apply_lock = threading.Lock()
@@ -125,7 +134,8 @@ class Vault:
                 batch.delete(rel)
         if not upserts and not deletes:
             return 0, 0
-        notes = dict(self.notes)
+        old_notes = self.notes
+        notes = dict(old_notes)
         gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
         for note in upserts:
             notes[note.path] = note
@@ -133,11 +143,55 @@ class Vault:
         if self.graph is not None:
             self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
         self.generation += 1
-        for old, new in _moves(gone, upserts).items():
-            logger.info("moved: %s -> %s", old, new)
-            self.state.moved(old, new)
+        self._record(self.generation, old_notes, upserts, gone)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
+
+    def _record(self, g: int, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
+        moves = _moves(gone, upserts)
+        log = self._log
+        for o, n in moves.items():
+            logger.info("moved: %s -> %s", o, n)
+            self.state.moved(o, n)
+            log.append((g, "moved", n, o))
+        arrived = set(moves.values())
+        log += [(g, "changed" if n.path in old else "added", n.path, None) for n in upserts if n.path not in arrived]
+        log += [(g, "deleted", p, None) for p in gone if p not in moves]
+        if len(log) > LOG_MAX:
+            del log[: len(log) - LOG_MAX]
+            self._log_start = log[0][0] - 1
+        self.state.set_generation(g)
+
+    def changes(self, since: int) -> dict:
+        """What happened to notes after generation `since`: added, changed, deleted, moved.
+        `reset` is true when `since` is older than this daemon remembers (a restart, or
+        more than LOG_MAX changes ago): then every note counts as changed."""
+        if since < self._log_start:
+            return {"generation": self.generation, "since": since, "reset": True, "added": [],
+                    "changed": sorted(self.notes), "deleted": [], "moved": []}
+        status: dict[str, str] = {}
+        origin: dict[str, str] = {}
+        for g, kind, path, old in self._log:
+            if g <= since:
+                continue
+            if kind == "moved":
+                prev = status.pop(old, None)
+                if prev == "added":
+                    status[path] = "added"
+                else:
+                    status[path] = "moved"
+                    origin[path] = origin.pop(old, old)
+            elif kind == "deleted":
+                prev = status.pop(path, None)
+                if prev != "added":
+                    status[origin.pop(path, path)] = "deleted"
+            elif kind == "added" and status.get(path) == "deleted":
+                status[path] = "changed"
+            elif not (kind == "changed" and status.get(path) in ("added", "moved")):
+                status[path] = kind
+        by = {k: sorted(p for p, s in status.items() if s == k) for k in ("added", "changed", "deleted")}
+        return {"generation": self.generation, "since": since, "reset": False, **by,
+                "moved": sorted([origin[p], p] for p, s in status.items() if s == "moved")}
 
     def _moved_away(self, upserts: list[Note], deleting: set[str]) -> list[str]:
         """Old paths of notes that reappear in this batch under a new path (same Denote
@@ -187,40 +241,52 @@ class Vault:
 
     # -- query ------------------------------------------------------------------
 
-    def search(self, q: str, limit: int | None = None) -> dict:
-        t0 = time.perf_counter()
+    def rank(self, q: str, limit: int, scope: str = "auto") -> tuple[int, list[tuple[float, Note]], Plan, bool]:
+        """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether
+        COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
+        tiers.min_results; "warm" always leaves it out; "all" searches everything."""
         cfg = self.config.search
-        limit = limit or cfg.limit
         p = plan(self.index.schema, self.index.searcher(), q, cfg)
-        hits, total = [], 0
-        if p.query is not None:
-            total, found = self.index.search(p.query, max(limit, cfg.candidates))
-            now = time.time()
-            cold = self.config.tiers.cold
-            anchors = self.graph.anchor_match(p.terms) if self.graph is not None and p.terms else {}
-            if anchors and not p.parsed.constrained:
-                # Notes the words do not reach but links to them name that way: found by anchor text alone
-                top = max((score for score, _ in found), default=1.0)
-                seen = {n.path for _, n in found}
-                found += [(top * 0.5 * m, self.notes[t]) for t, m in anchors.items()
-                          if m >= 0.5 and t not in seen and t in self.notes]
-            ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, cold, now, anchors.get(n.path, 0.0)), n)
-                             for score, n in found),
-                            key=lambda t: (-t[0], t[1].path))[:limit]
-            matcher = Matcher(p.words, p.stems)
-            for score, note in ranked:
-                hits.append(
-                    {
-                        "path": note.path,
-                        "id": note.id,
-                        "title": note.title,
-                        "tags": note.tags,
-                        "score": round(score, 4),
-                        "snippets": msgspec.to_builtins(self._snippets(note, matcher)),
-                    }
-                )
+        if p.query is None:
+            return 0, [], p, False
+        total, found = self.index.search(p.query, max(limit, cfg.candidates))
+        now = time.time()
+        tiers = self.config.tiers
+        graph = self.graph
+        anchors = graph.anchor_match(p.terms) if graph is not None and p.terms else {}
+        if anchors and not p.parsed.constrained:
+            # Notes the words do not reach but links to them name that way: found by anchor text alone
+            top = max((score for score, _ in found), default=1.0)
+            seen = {n.path for _, n in found}
+            found += [(top * 0.5 * m, self.notes[t]) for t, m in anchors.items()
+                      if m >= 0.5 and t not in seen and t in self.notes]
+        ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, tiers.cold, now, anchors.get(n.path, 0.0)), n)
+                         for score, n in found), key=lambda t: (-t[0], t[1].path))
+        with_cold = scope == "all"
+        if not with_cold:
+            warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
+            with_cold = scope == "auto" and len(warm) < tiers.min_results and len(warm) < len(ranked)
+            ranked = ranked if with_cold else warm
+        return total, ranked[:limit], p, with_cold
+
+    def search(self, q: str, limit: int | None = None, scope: str = "auto") -> dict:
+        t0 = time.perf_counter()
+        total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
+        matcher = Matcher(p.words, p.stems)
+        hits = [
+            {
+                "path": note.path,
+                "id": note.id,
+                "title": note.title,
+                "tags": note.tags,
+                "score": round(score, 4),
+                "snippets": msgspec.to_builtins(self._snippets(note, matcher)),
+            }
+            for score, note in ranked
+        ]
         took = round((time.perf_counter() - t0) * 1000, 3)
-        return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "hits": hits}
+        return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "cold": with_cold,
+                "generation": self.generation, "hits": hits}
 
     def _snippets(self, note: Note, matcher: Matcher) -> list:
         if not matcher:
@@ -320,6 +386,71 @@ class Vault:
         body = "\n".join(all_lines[first - 1 : last])
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
                 "total_lines": len(all_lines), "text": body}
+
+    def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8) -> dict:
+        """The HOT notes' first lines and the best sections of the top hits for `q`, filling
+        but never exceeding `budget` (see context.py), each item with its line range."""
+        items: list[dict] = []
+        used = 0
+        taken: dict[str, list[tuple[int, int]]] = {}
+
+        def add(item: dict | None) -> bool:
+            nonlocal used
+            if item is None:
+                return False
+            spans = taken.setdefault(item["path"], [])
+            if any(a <= item["last"] and item["first"] <= b for a, b in spans):
+                return False
+            c = ctx.cost(ctx.render(item), unit)
+            if used + c > budget:
+                return False
+            item["cost"] = c
+            items.append(item)
+            spans.append((item["first"], item["last"]))
+            used += c
+            return True
+
+        def lines_of(note: Note) -> tuple[list[str], int]:
+            try:
+                text = decode((self.root / note.path).read_bytes())[0]
+            except OSError:
+                return [], 1
+            lines = text.split("\n")
+            if text.endswith("\n"):
+                lines.pop()
+            start = split_front_matter(lines) + 1 if note.path.endswith(".md") else 1
+            while start <= len(lines) and (not lines[start - 1].strip() or lines[start - 1].lstrip().startswith(("#+", ":"))):
+                start += 1  # skip blank lines, Org keywords and drawers: the note's first real lines
+            return lines, start
+
+        def maker(note: Note, lines: list[str], kind: str, why: str):
+            return lambda a, b: {"kind": kind, "path": note.path, "title": note.title, "tags": note.tags,
+                                 "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
+
+        hot_items = hot(self.notes, self.state.state, self.config.tiers)
+        hot_budget = budget // 4
+        for h in hot_items:  # the working set first, within a quarter of the budget
+            note = self.notes[h["path"]]
+            lines, start = lines_of(note)
+            if start > len(lines):
+                continue
+            last = min(len(lines), start + 2)
+            add(ctx.fit(lines, start, last, start, maker(note, lines, "hot", ", ".join(h["why"])),
+                        min(hot_budget - used, budget - used), unit))
+        _, ranked, p, _ = self.rank(q, hits, scope)
+        matcher = Matcher(p.words, p.stems)
+        for rank_, (score, note) in enumerate(ranked, 1):
+            lines, start = lines_of(note)
+            if not lines:
+                continue
+            best = best_lines("\n".join(lines), matcher, n=1, skip=start - 1) if matcher else []
+            focus = best[0].line if best else start
+            first, last = ctx.section(lines, note.headings, focus, start)
+            why = f"hit {rank_} for the query" + (f", under “{best[0].heading}”" if best and best[0].heading else "")
+            if add(ctx.fit(lines, first, last, focus, maker(note, lines, "hit", why), budget - used, unit)):
+                self.state.touch(note.path)
+        return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
+                "items": items}
 
     def pin(self, name: str, on: bool) -> dict:
         path = self.find_note(name)

@@ -15,6 +15,7 @@ from pathlib import Path
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
 from .paths import default_socket, find_socket
+from .render import context_item
 
 EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
@@ -37,6 +38,20 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--path", action="append", default=[], help="only notes under this folder (repeatable)")
     s.add_argument("--after", help="only notes dated on or after YYYY[-MM[-DD]]")
     s.add_argument("--before", help="only notes dated before YYYY[-MM[-DD]]")
+    s.add_argument("--all", action="store_true", help="search the COLD archive too")
+    s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
+
+    s = sub.add_parser("context", help="HOT notes and the best sections for QUERY, within a budget, with line ranges")
+    s.add_argument("query", nargs="+")
+    s.add_argument("--budget", type=int, default=2000, help="at most this much (default 2000)")
+    s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
+    s.add_argument("--all", action="store_true", help="the COLD archive too")
+    s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
+    s = sub.add_parser("changes", help="notes added, changed, moved and deleted since generation G")
+    s.add_argument("--since", type=int, required=True, metavar="G")
+    s.add_argument("--json", action="store_true", help="print JSON")
 
     for name, helptext in (("backlinks", "links into NOTE, with the line each stands on"),
                            ("links", "links out of NOTE: where each leads, or why it is broken")):
@@ -229,9 +244,36 @@ def _run(c: Client, args) -> int:
         for op, vals in (("tag", args.tag), ("path", args.path), ("after", [args.after] if args.after else []),
                          ("before", [args.before] if args.before else [])):
             q += "".join(f' {op}:"{v}"' if " " in v else f" {op}:{v}" for v in vals)
-        res = c.request("search", q=q, limit=args.limit)
+        res = c.request("search", q=q, limit=args.limit, scope="all" if args.all else "auto",
+                        after_generation=args.after_generation)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
+    if cmd == "context":
+        if args.budget < 1:
+            print("vaultq: --budget must be at least 1", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
+                        scope="all" if args.all else "warm", after_generation=args.after_generation)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+        else:
+            for it in res["items"]:
+                sys.stdout.write(context_item(it))
+        return EXIT_OK if res["items"] else EXIT_NONE
+    if cmd == "changes":
+        res = c.request("changes", since=args.since)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+        else:
+            if res["reset"]:
+                print(f"# generation {args.since} is older than this daemon remembers: everything may have changed")
+            for k, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
+                for p in res[k]:
+                    print(f"{mark} {p}")
+            for old, new in res["moved"]:
+                print(f"R {old} -> {new}")
+            print(f"# now at generation {res['generation']}")
+        return EXIT_OK
     if cmd == "read":
         try:
             lines = _lines(args.lines)
