@@ -30,6 +30,49 @@ def cost(text: str, unit: str) -> int:
     return len(text.encode()) if unit == "bytes" else estimate_tokens(text)
 
 
+def ranked_sections(lines: list[str], headings: list, matcher, body_start: int) -> list[tuple[int, int, int, str | None]]:
+    """The note's sections that hold query terms, best first: (first, last, focus line,
+    heading). A term counts log(1 + sections / sections holding it), so a word the whole
+    note is about weighs little and the rare one that names the section weighs much;
+    terms in a heading count twice. The focus is the section's line with the most terms."""
+    hs = sorted((h for h in headings if h.line >= body_start), key=lambda h: h.line)
+    starts = [(body_start, None)] + [(h.line, h.text) for h in hs]
+    secs = []
+    for i, (first, title) in enumerate(starts):
+        last = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
+        while last > first and not lines[last - 1].strip():
+            last -= 1
+        if last >= first:
+            in_text = matcher.terms("\n".join(lines[first - 1 : last]))
+            secs.append((first, last, title, matcher.terms(title) if title else set(), in_text))
+    df: dict[str, int] = {}
+    for *_, in_head, in_text in secs:
+        for t in in_head | in_text:
+            df[t] = df.get(t, 0) + 1
+    weight = {t: math.log(1 + len(secs) / n) for t, n in df.items()}
+    scored = []
+    for first, last, title, in_head, in_text in secs:
+        score = sum(2 * weight[t] for t in in_head) + sum(weight[t] for t in in_text)
+        if score > 0:
+            focus = max(range(first, last + 1), key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
+            scored.append(((-score, first), (first, last, focus, title)))
+    scored.sort(key=lambda t: t[0])
+    return [sec for _, sec in scored]
+
+
+def whole_section(lines: list[str], headings: list, first: int, last: int) -> int:
+    """Where the section starting at heading line `first` ends with its subsections included
+    (the line before the next heading of the same or a higher level); `last` if none starts there."""
+    hs = sorted(headings, key=lambda h: h.line)
+    head = next((h for h in hs if h.line == first), None)
+    if head is None:
+        return last
+    end = next((h.line - 1 for h in hs if h.line > first and h.level <= head.level), len(lines))
+    while end > first and not lines[end - 1].strip():
+        end -= 1
+    return max(end, last)
+
+
 def section(lines: list[str], headings: list, line: int, body_start: int) -> tuple[int, int]:
     """The innermost section holding `line`: from its heading to the line before the next
     heading; above the first heading, from the body's start. Trailing blank lines dropped."""

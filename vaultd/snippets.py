@@ -43,6 +43,11 @@ class Matcher:
     def __bool__(self) -> bool:
         return bool(self.latin or self.grams)
 
+    def terms(self, text: str) -> set[str]:
+        """The distinct query terms found in `text`."""
+        found = {m.group().lower() for m in self.latin.finditer(text)} if self.latin is not None else set()
+        return found | {g for g in self.grams if g in text}
+
     def spans(self, line: str) -> tuple[list[list[int]], int]:
         """(merged spans, number of distinct terms matched) in `line`."""
         found: list[tuple[int, int]] = []

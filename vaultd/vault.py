@@ -439,16 +439,26 @@ class Vault:
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
         matcher = Matcher(p.words, p.stems)
-        for rank_, (score, note) in enumerate(ranked, 1):
+        sections = []  # per hit: (note, lines, its sections best first)
+        for score, note in ranked:
             lines, start = lines_of(note)
             if not lines:
                 continue
-            best = best_lines("\n".join(lines), matcher, n=1, skip=start - 1) if matcher else []
-            focus = best[0].line if best else start
-            first, last = ctx.section(lines, note.headings, focus, start)
-            why = f"hit {rank_} for the query" + (f", under “{best[0].heading}”" if best and best[0].heading else "")
-            if add(ctx.fit(lines, first, last, focus, maker(note, lines, "hit", why), budget - used, unit)):
-                self.state.touch(note.path)
+            secs = ctx.ranked_sections(lines, note.headings, matcher, start) if matcher else []
+            sections.append((note, lines, secs or [(*ctx.section(lines, note.headings, start, start), start, None)]))
+        # The best section of every hit, then the runners-up of the top three, while the budget lasts
+        for round_, cut in ((0, len(sections)), (1, 3)):
+            for rank_, (note, lines, secs) in enumerate(sections[:cut], 1):
+                if round_ >= len(secs):
+                    continue
+                first, last, focus, heading = secs[round_]
+                why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
+                make = maker(note, lines, "hit", why)
+                whole = make(first, ctx.whole_section(lines, note.headings, first, last))
+                if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
+                    last = whole["last"]  # with its subsections, while that stays a modest share
+                if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
+                    self.state.touch(note.path)
         return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
                 "items": items}
 
