@@ -58,6 +58,19 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A note whose inbound link labels hold all the query's words scores (1 + this) times."""
 
 
+class Split(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    mode: str = "auto"
+    """auto: split on its own; propose: only list candidates; off."""
+    threshold: int = 15360
+    """Notes larger than this many bytes are split into parts of at most this size."""
+    warn: int = 8192
+    """Notes larger than this are listed as growing."""
+    quiet: float = 60.0
+    """Only notes unchanged for this many seconds (and with no editor lock) are split."""
+    exclude: list[str] = []
+    """Globs of notes never split."""
+
+
 class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cold: list[str] = msgspec.field(default_factory=lambda: ["archive/**", "*/archive/**"])
     """Globs (vault-relative) of the COLD archive: indexed, ranked down, never HOT."""
@@ -89,6 +102,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     index: Index = msgspec.field(default_factory=Index)
     search: Search = msgspec.field(default_factory=Search)
     tiers: Tiers = msgspec.field(default_factory=Tiers)
+    split: Split = msgspec.field(default_factory=Split)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "Config":
@@ -134,6 +148,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")
+        if self.split.mode not in ("auto", "propose", "off"):
+            raise ConfigError(f"split.mode: expected auto, propose or off, got {self.split.mode!r}")
+        if self.split.threshold < 1024:
+            raise ConfigError(f"split.threshold: expected at least 1024 bytes, got {self.split.threshold}")
         for ext in w.extensions:
             if not ext.startswith("."):
                 raise ConfigError(f"watch.extensions: expected names like '.md', got {ext!r}")

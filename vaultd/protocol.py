@@ -112,7 +112,18 @@ class Recent(Request, tag="recent"):
     days: Annotated[float, msgspec.Meta(gt=0)] = 7.0
 
 
-REQUESTS = (Ping, Status, Search, Context, Changes, Backlinks, Links, Graph, Broken, Orphans, Tags, Read, Pin, Unpin, Pins, Hot, Recent)
+class Split(Request, tag="split"):
+    """One of: `note` (with `dry_run`), `list`, `history`, or `undo` (an op id, with `force`)."""
+
+    note: NoteName | None = None
+    dry_run: bool = False
+    list: bool = False
+    history: bool = False
+    undo: str | None = None
+    force: bool = False
+
+
+REQUESTS = (Split, Ping, Status, Search, Context, Changes, Backlinks, Links, Graph, Broken, Orphans, Tags, Read, Pin, Unpin, Pins, Hot, Recent)
 OPS = tuple(r.__struct_config__.tag for r in REQUESTS)
 _decoder = msgspec.json.Decoder(Union[REQUESTS])  # type: ignore[valid-type]
 _encoder = msgspec.json.Encoder()

@@ -175,6 +175,7 @@ class Server:
     def _index_loop(self) -> None:
         vault = self.vault
         self._guard(vault.reconcile)
+        next_split = time.monotonic()
         while not self.should_exit.is_set():
             batch = self.debouncer.take(self.should_exit)
             self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
@@ -187,6 +188,9 @@ class Server:
             if batch:
                 self._guard(vault.apply, batch)
             self.debouncer.done()
+            if time.monotonic() >= next_split:
+                self._guard(vault.auto_split)
+                next_split = time.monotonic() + 5
 
     def _guard(self, fn, *args) -> None:
         try:
@@ -278,6 +282,16 @@ class Server:
                 return v.context(req.q, req.budget, req.unit, req.scope)
             case protocol.Changes():
                 return v.changes(req.since)
+            case protocol.Split():
+                if req.list:
+                    return v.split_candidates()
+                if req.history:
+                    return v.split_history()
+                if req.undo:
+                    return v.split_undo(req.undo, req.force)
+                if req.note:
+                    return v.split_note(req.note, req.dry_run)
+                raise QueryError("split: give a note, or list, history or undo")
             case protocol.Backlinks():
                 return v.backlinks(req.note)
             case protocol.Links():

@@ -16,6 +16,7 @@ import msgspec
 
 from . import __version__
 from . import context as ctx
+from . import split
 from .config import Config
 from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
@@ -57,6 +58,11 @@ class Vault:
         self.in_flight = 0
         """Paths of the batch being applied now (part of `pending`)."""
         self.state = StateStore(self.state_dir / "state.json")
+        self.journal = split.Journal(self.state_dir / "split")
+        for rel in split.recover(self.root, self.journal):  # a crash mid-split: back to before
+            logger.warning("restored %s from the split journal", rel)
+        self._split_skip: dict[str, tuple[int, str]] = {}
+        """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
         self.generation = self.state.state.generation + 1
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
@@ -64,6 +70,7 @@ class Vault:
         self.started = time.time()
         self.reconciled = False
         self._apply_lock = threading.Lock()
+        self._split_lock = threading.Lock()
 
     def close(self) -> None:
         self.state.flush()
@@ -461,6 +468,97 @@ class Vault:
                     self.state.touch(note.path)
         return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
                 "items": items}
+
+    # -- split ------------------------------------------------------------------
+
+    def split_candidates(self) -> dict:
+        """Notes over the threshold (splittable or not, and why), and notes over the warning size."""
+        cfg = self.config.split
+        over, cannot, growing = [], [], []
+        for path, n in sorted(self.notes.items()):
+            if n.size <= cfg.warn:
+                continue
+            if n.size <= cfg.threshold:
+                growing.append({"path": path, "size": n.size})
+            elif split.excluded(path, cfg):
+                cannot.append({"path": path, "size": n.size, "why": "excluded by split.exclude"})
+            else:
+                try:
+                    plan = self._split_plan(path)
+                    over.append({"path": path, "size": n.size, "parts": len(plan.parts), "rewritten": plan.rewritten,
+                                 "oversized": plan.oversized})
+                except (split.SplitError, OSError) as e:
+                    cannot.append({"path": path, "size": n.size, "why": str(e)})
+        return {"threshold": cfg.threshold, "warn": cfg.warn, "mode": cfg.mode, "over": over, "cannot": cannot,
+                "growing": growing}
+
+    def _split_plan(self, path: str) -> split.Plan:
+        note = self.notes[path]
+        data = (self.root / path).read_bytes()
+        if len(data) != note.size:
+            raise split.SplitError(f"{path} changed since it was indexed; try again in a moment")
+        return split.plan_split(note, data, self._ready_graph(), self.root, self.config.split,
+                                read=lambda p: p.read_bytes())
+
+    def split_note(self, name: str, dry_run: bool = False, check_quiet: bool = True) -> dict:
+        """Split one note (or show the plan and diff with `dry_run`). Raises QueryError."""
+        path = self.find_note(name)
+        cfg = self.config.split
+        try:
+            if split.excluded(path, cfg):
+                raise split.SplitError(f"{path} is excluded by split.exclude")
+            plan = self._split_plan(path)
+            result = {"note": path, "parts": plan.parts, "rewritten": plan.rewritten, "oversized": plan.oversized,
+                      "files": [c.path for c in plan.changes]}
+            if dry_run:
+                return {**result, "dry_run": True, "diff": split.diff(plan)}
+            if check_quiet:
+                split.check_quiet(self.root, path, cfg.quiet)
+            for c in plan.changes:
+                busy = split.editor_busy(self.root, c.path)
+                if busy:
+                    raise split.SplitError(f"{c.path}: {busy}")
+            with self._split_lock:
+                entry = split.apply(plan, self.root, self.journal)
+        except (split.SplitError, OSError) as e:
+            raise QueryError(str(e)) from None
+        self.apply(result["files"])
+        logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq split --undo %s)",
+                    entry["op"], path, len(plan.parts), plan.rewritten, entry["op"])
+        return {**result, "op": entry["op"], "dry_run": False}
+
+    def split_history(self) -> dict:
+        return {"history": [{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")}
+                            for e in self.journal.all()]}
+
+    def split_undo(self, op: str, force: bool = False) -> dict:
+        try:
+            with self._split_lock:
+                touched = split.undo(self.root, self.journal, op, force)
+        except split.SplitError as e:
+            raise QueryError(str(e)) from None
+        self.apply(touched)
+        return {"op": op, "restored": touched}
+
+    def auto_split(self) -> list[str]:
+        """In `auto` mode: split every quiet, unlocked note over the threshold. Returns the ops."""
+        cfg = self.config.split
+        if cfg.mode != "auto" or self.graph is None:
+            return []
+        ops = []
+        for path, n in list(self.notes.items()):
+            if n.size <= cfg.threshold or split.excluded(path, cfg) or self._split_skip.get(path, (None,))[0] == n.mtime_ns:
+                continue
+            try:
+                split.check_quiet(self.root, path, cfg.quiet)
+            except (split.SplitError, OSError):
+                continue  # not yet: try again later
+            try:
+                ops.append(self.split_note(path)["op"])
+            except QueryError as e:
+                self._split_skip[path] = (n.mtime_ns, str(e))
+                logger.info("not splitting %s: %s", path, e)
+        return ops
 
     def pin(self, name: str, on: bool) -> dict:
         path = self.find_note(name)

@@ -1,0 +1,447 @@
+"""Auto-split: an oversized note becomes a hub plus parts, and every link into a moved
+heading or block is rewritten, all through a journal.
+
+The plan is pure (bytes in, files out). Applying it:
+  1. the journal entry, holding the pre-image of every file to touch and its new
+     content, is written and fsynced (status "prepared");
+  2. each file's bytes are re-checked against its pre-image, then it is written
+     atomically (parts first, then linking notes, the hub last);
+  3. the entry is marked "done": it is now the undo record.
+A crash before 3 is rolled back at start-up (`recover`): every file goes back to its
+pre-image, created parts are removed. `undo` does the same for a done operation,
+refusing when a file changed since (unless forced). No line is ever dropped: the hub
+keeps the preamble, the parts hold the sections, verbatim but for rewritten links.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import re
+import signal
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Split
+from .graph import Graph
+from .note import Heading, Note
+from .parse.denote import parse_name
+from .state import write_atomic
+
+logger = logging.getLogger("vaultd.split")
+
+_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\n\r\t]+')
+_SLUG = re.compile(r"[^\w]+", re.UNICODE)
+
+
+class SplitError(Exception):
+    """A note that cannot or must not be split now, and why."""
+
+
+@dataclass
+class FileChange:
+    path: str
+    before: bytes | None
+    """None: the file is created."""
+    after: bytes
+
+
+@dataclass
+class Plan:
+    note: str
+    changes: list[FileChange] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    rewritten: int = 0
+    """Links rewritten (in other notes and in the note itself)."""
+    oversized: list[str] = field(default_factory=list)
+    """Sections that could not be cut under the threshold (left whole, reported)."""
+
+
+# -- planning -----------------------------------------------------------------------------
+
+
+def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: int | None = None):
+    """Cut line ranges [first, end) (0-based) at the highest heading level, packing neighbours
+    up to `threshold` bytes; a section still too big is cut one level deeper. `limit` is
+    where the enclosing section ends. Returns ([(first, end, heading)], [oversized headings])."""
+    if not heads:
+        return [], []
+    limit = len(lines) if limit is None else limit
+    level = min(h.level for h in heads)
+    tops = [h for h in heads if h.level == level]
+    chunks: list[tuple[int, int, str]] = []
+    oversized: list[str] = []
+    packable = False  # may the next section join the last chunk?
+    for i, h in enumerate(tops):
+        first = h.line - 1
+        end = tops[i + 1].line - 1 if i + 1 < len(tops) else limit
+        size = sum(len(x) for x in lines[first:end])
+        if size > threshold:
+            inner = [x for x in heads if first + 1 < x.line <= end]
+            sub, over = _sections(lines, inner, threshold, end) if inner else ([], [])
+            if sub:
+                # the heading line and the text before the first subheading travel with the first chunk
+                sub[0] = (first, sub[0][1], h.text)
+                chunks += sub
+                oversized += over
+            else:
+                oversized.append(h.text)
+                chunks.append((first, end, h.text))
+            packable = False
+            continue
+        if packable and chunks[-1][1] == first and sum(len(x) for x in lines[chunks[-1][0]:end]) <= threshold:
+            chunks[-1] = (chunks[-1][0], end, chunks[-1][2])
+        else:
+            chunks.append((first, end, h.text))
+        packable = True
+    return chunks, oversized
+
+
+def _fresh_ids(start: str, taken: set[str], n: int) -> list[str]:
+    """n Denote identifiers after `start` (seconds later), none already used in the vault."""
+    t = time.mktime(time.strptime(start, "%Y%m%dT%H%M%S"))
+    out: list[str] = []
+    while len(out) < n:
+        t += 1
+        ident = time.strftime("%Y%m%dT%H%M%S", time.localtime(t))
+        if ident not in taken:
+            out.append(ident)
+            taken.add(ident)
+    return out
+
+
+def _slug(text: str) -> str:
+    return _SLUG.sub("-", text.casefold()).strip("-")[:60] or "part"
+
+
+def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
+               read=lambda p: (Path(p)).read_bytes()) -> Plan:
+    """What splitting `note` (whose file holds `data`) would write. Raises SplitError."""
+    if note.problems:
+        raise SplitError(f"{note.path} has parse problems: {note.problems[0]}")
+    if len(data) <= cfg.threshold:
+        raise SplitError(f"{note.path} is {len(data)} bytes, not over the {cfg.threshold}-byte threshold")
+    lines = data.splitlines(keepends=True)
+    heads = sorted(note.headings, key=lambda h: h.line)
+    if not heads:
+        raise SplitError(f"{note.path} has no headings to split at")
+    chunks, oversized = _sections(lines, heads, cfg.threshold)
+    if len(chunks) < 2 and not (chunks and chunks[0][0] > 0):
+        raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
+    org = note.path.endswith(".org")
+    folder = posixpath.dirname(note.path)
+    stem = posixpath.basename(note.path).rsplit(".", 1)[0]
+    ext = ".org" if org else ".md"
+    dn = parse_name(stem)
+    ids = _fresh_ids(dn.id, {n.id for n in graph.notes.values() if n.id}, len(chunks)) if dn else []
+    existing = {p.casefold() for p in graph.notes}
+    names: list[str] = []
+    for i, (_, _, title) in enumerate(chunks):
+        if dn:
+            kws = ("__" + "_".join(dn.keywords)) if dn.keywords else ""
+            name = f"{ids[i]}--{_slug(title)}{kws}{ext}"
+        else:
+            base = f"{stem} - {_UNSAFE.sub(' ', title).strip()[:80] or 'part'}"
+            name, k = base + ext, 2
+            while posixpath.join(folder, name).casefold() in existing or name in names:
+                name, k = f"{base} {k}{ext}", k + 1
+        names.append(name)
+    part_paths = [posixpath.join(folder, n) for n in names]
+
+    # Which part each original line (1-based) went to
+    line_part: dict[int, int] = {}
+    for i, (first, end, _) in enumerate(chunks):
+        for ln in range(first + 1, end + 1):
+            line_part[ln] = i
+    plan = Plan(note=note.path, parts=part_paths, oversized=oversized)
+
+    # Rewrite links: from other notes into moved headings/blocks; and the note's own
+    edits: dict[str, list[tuple[int, int, str, str]]] = {}  # path -> (line, col, old raw, new raw)
+    for src, r in graph.backlinks(note.path):
+        if r.line is None or r.line not in line_part or r.link.kind == "id":
+            continue
+        target = part_paths[line_part[r.line]]
+        new = _retarget(r.link, src, target, ids[line_part[r.line]] if ids else None)
+        if new and new != r.link.raw:
+            edits.setdefault(src, []).append((r.link.line, r.link.col, r.link.raw, new))
+    own = []  # the note's links to its own headings, from wherever they end up
+    for r in graph.links(note.path):
+        if r.target == note.path and r.line in line_part and r.link.kind != "id":
+            here = line_part.get(r.link.line)
+            if here != line_part[r.line]:
+                tgt = part_paths[line_part[r.line]]
+                new = _retarget(r.link, part_paths[here] if here is not None else note.path, tgt,
+                                ids[line_part[r.line]] if ids else None, internal=True)
+                if new:
+                    own.append((r.link.line, r.link.col, r.link.raw, new))
+
+    new_lines = list(lines)
+    for ln, col, old, new in sorted(own, key=lambda e: (e[0], -e[1])):  # right to left: columns stay true
+        new_lines[ln - 1] = _replace_at(new_lines[ln - 1], col, old, new, note.path, ln)
+    plan.rewritten = len(own)
+
+    title = note.title
+    for i, (first, end, head) in enumerate(chunks):
+        body = b"".join(new_lines[first:end])
+        header = _part_header(org, head, note, ids[i] if ids else None, dn, stem, title)
+        plan.changes.append(FileChange(part_paths[i], None, header + body))
+    hub = b"".join(new_lines[: chunks[0][0]])
+    if hub and not hub.endswith(b"\n"):
+        hub += b"\n"
+    hub += _hub_list(org, part_paths, chunks, ids, folder)
+    tail_start = chunks[-1][1]
+    hub += b"".join(new_lines[tail_start:])  # nothing normally; kept so no byte is lost
+    for src, items in edits.items():
+        before = read(vault / src)
+        text_lines = before.splitlines(keepends=True)
+        for ln, col, old, new in sorted(items, key=lambda e: (e[0], -e[1])):
+            text_lines[ln - 1] = _replace_at(text_lines[ln - 1], col, old, new, src, ln)
+        plan.changes.append(FileChange(src, before, b"".join(text_lines)))
+        plan.rewritten += len(items)
+    plan.changes.append(FileChange(note.path, data, hub))
+    return plan
+
+
+def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -> bytes:
+    text = line.decode()
+    if text[col - 1 : col - 1 + len(old)] != old:
+        raise SplitError(f"{path}:{ln}: link {old!r} is not where the index says; reindex and retry")
+    return (text[: col - 1] + new + text[col - 1 + len(old) :]).encode()
+
+
+def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False) -> str | None:
+    """The link text pointing at `target` (a part) instead, same anchor and label."""
+    k = link.kind
+    anchor = link.anchor
+    if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
+        name = posixpath.basename(target).rsplit(".", 1)[0]
+        if "/" in link.target:
+            name = target.rsplit(".", 1)[0]
+        label = f"|{link.label}" if link.label else ""
+        bang = "!" if k == "embed" else ""
+        return f"{bang}[[{name}#{anchor}{label}]]"
+    if k == "md":
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        dest = f"<{rel}>" if "<" in link.raw and ">" in link.raw else urllib.parse.quote(rel)
+        return f"[{link.label}]({dest}#{urllib.parse.quote(anchor)})" if anchor else f"[{link.label}]({dest})"
+    if k == "file" or (internal and k == "internal"):
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[file:{rel}::{anchor}]{desc}]"
+    if k == "denote" and new_id:
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[denote:{new_id}::{anchor}]{desc}]"
+    return None
+
+
+def _part_header(org: bool, head: str, note: Note, ident: str | None, dn, stem: str, title: str) -> bytes:
+    tags = note.tags
+    if org:
+        out = [f"#+title:      {head}"]
+        if tags:
+            out.append(f"#+filetags:   :{':'.join(tags)}:")
+        if ident:
+            out.append(f"#+identifier: {ident}")
+        back = f"[[denote:{dn.id}][{title}]]" if dn else f"[[file:{posixpath.basename(note.path)}][{title}]]"
+        return ("\n".join(out) + f"\n\nPart of {back}.\n\n").encode()
+    fm = ["---", f"title: {json.dumps(head, ensure_ascii=False)}"]
+    if tags:
+        fm.append(f"tags: [{', '.join(json.dumps(t, ensure_ascii=False) for t in tags)}]")
+    if ident:
+        fm.append(f'identifier: "{ident}"')
+    fm.append("---")
+    return ("\n".join(fm) + f"\n\nPart of [[{stem}|{title}]].\n\n").encode()
+
+
+def _hub_list(org: bool, parts: list[str], chunks, ids, folder: str) -> bytes:
+    out = ["", "Parts:" if not org else "* Parts"]
+    for i, p in enumerate(parts):
+        head = chunks[i][2]
+        name = posixpath.basename(p)
+        if org:
+            link = f"[[denote:{ids[i]}][{head}]]" if ids else f"[[file:{name}][{head}]]"
+        else:
+            link = f"[[{name.rsplit('.', 1)[0]}|{head}]]"
+        out.append(f"{i + 1}. {link}")
+    return ("\n".join(out) + "\n").encode()
+
+
+def diff(plan: Plan) -> str:
+    out = []
+    for c in plan.changes:
+        a = (c.before or b"").decode(errors="replace").splitlines(keepends=True)
+        b = c.after.decode(errors="replace").splitlines(keepends=True)
+        out += difflib.unified_diff(a, b, "/dev/null" if c.before is None else f"a/{c.path}", f"b/{c.path}")
+    return "".join(out)
+
+
+# -- safety checks ------------------------------------------------------------------------
+
+
+def editor_busy(vault: Path, rel: str) -> str | None:
+    """Why an editor may hold this file (lock or swap file), or None."""
+    p = vault / rel
+    name = p.name
+    for cand in (f".#{name}", f".{name}.swp", f".{name}.swo", f"#{name}#"):
+        if os.path.lexists(p.with_name(cand)):
+            return f"an editor holds it ({cand} exists)"
+    return None
+
+
+def check_quiet(vault: Path, rel: str, quiet: float) -> None:
+    st = os.stat(vault / rel)
+    age = time.time() - st.st_mtime
+    if age < quiet:
+        raise SplitError(f"{rel} changed {age:.0f} s ago; waiting until it has been quiet for {quiet:.0f} s")
+    busy = editor_busy(vault, rel)
+    if busy:
+        raise SplitError(f"{rel}: {busy}")
+
+
+def excluded(rel: str, cfg: Split) -> bool:
+    return any(fnmatch.fnmatch(rel, g) for g in cfg.exclude)
+
+
+# -- the journal ----------------------------------------------------------------------------
+
+
+def _b64(b: bytes | None) -> str | None:
+    return None if b is None else base64.b64encode(b).decode()
+
+
+def _unb64(s: str | None) -> bytes | None:
+    return None if s is None else base64.b64decode(s)
+
+
+def _crash_point(step: int) -> None:
+    """Tests only: VAULTD_SPLIT_CRASH_AFTER=K kills the process with SIGKILL after step K."""
+    if os.environ.get("VAULTD_SPLIT_CRASH_AFTER") == str(step):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Journal:
+    def __init__(self, directory: Path):
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, op: str) -> Path:
+        return self.dir / f"{op}.json"
+
+    def save(self, entry: dict) -> None:
+        write_atomic(self._path(entry["op"]), json.dumps(entry, ensure_ascii=False).encode())
+
+    def load(self, op: str) -> dict:
+        try:
+            return json.loads(self._path(op).read_bytes())
+        except FileNotFoundError:
+            raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)") from None
+
+    def all(self) -> list[dict]:
+        out = []
+        for p in sorted(self.dir.glob("*.json")):
+            try:
+                out.append(json.loads(p.read_bytes()))
+            except (OSError, ValueError) as e:
+                logger.warning("journal entry %s unreadable: %s", p.name, e)
+        return out
+
+
+def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
+    """Write the plan through the journal. Returns the done entry."""
+    op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(plan.note.encode()).hexdigest()[:6]
+    entry = {
+        "op": op, "time": time.time(), "note": plan.note, "status": "prepared", "parts": plan.parts,
+        "rewritten": plan.rewritten, "oversized": plan.oversized,
+        "files": [{"path": c.path, "before": _b64(c.before), "after": _b64(c.after)} for c in plan.changes],
+    }
+    journal.save(entry)
+    _crash_point(1)
+    written: list[FileChange] = []
+    try:
+        for step, c in enumerate(plan.changes, start=2):
+            p = vault / c.path
+            current = p.read_bytes() if p.exists() else None
+            if current != c.before:
+                raise SplitError(f"{c.path} changed while splitting; nothing was split")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(p, c.after)
+            written.append(c)
+            _crash_point(step)
+    except BaseException:
+        _restore(vault, written)
+        entry["status"] = "aborted"
+        journal.save(entry)
+        raise
+    entry["status"] = "done"
+    journal.save(entry)
+    _crash_point(len(plan.changes) + 2)
+    return entry
+
+
+def _restore(vault: Path, changes) -> list[str]:
+    """Put back the pre-images of changes that were written. Returns the paths touched."""
+    touched = []
+    for c in reversed(list(changes)):
+        p = vault / c.path
+        current = p.read_bytes() if p.exists() else None
+        if current == c.before:
+            continue
+        if current != c.after:
+            logger.warning("%s changed since the split wrote it; leaving it as it is", c.path)
+            continue
+        if c.before is None:
+            p.unlink()
+        else:
+            write_atomic(p, c.before)
+        touched.append(c.path)
+    return touched
+
+
+def _changes(entry: dict) -> list[FileChange]:
+    return [FileChange(f["path"], _unb64(f["before"]), _unb64(f["after"])) for f in entry["files"]]
+
+
+def recover(vault: Path, journal: Journal) -> list[str]:
+    """Roll back every operation a crash left "prepared". Returns the paths touched."""
+    touched = []
+    for entry in journal.all():
+        if entry.get("status") == "prepared":
+            logger.warning("split %s of %s was interrupted: rolling it back", entry["op"], entry["note"])
+            touched += _restore(vault, _changes(entry))
+            entry["status"] = "rolled back"
+            journal.save(entry)
+    return touched
+
+
+def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[str]:
+    """Restore the pre-image of every file a done split touched."""
+    entry = journal.load(op)
+    if entry["status"] != "done":
+        raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
+    changes = _changes(entry)
+    if not force:
+        for c in changes:
+            p = vault / c.path
+            current = p.read_bytes() if p.exists() else None
+            if current != c.after:
+                raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
+    touched = []
+    for c in reversed(changes):
+        p = vault / c.path
+        if c.before is None:
+            if p.exists():
+                p.unlink()
+        else:
+            write_atomic(p, c.before)
+        touched.append(c.path)
+    entry["status"] = "undone"
+    journal.save(entry)
+    return touched
