@@ -179,8 +179,6 @@ class Server:
         while not self.should_exit.is_set():
             batch = self.debouncer.take(self.should_exit)
             self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
-            if not batch:
-                continue
             if RESCAN in batch:
                 batch.remove(RESCAN)
                 logger.warning("events were lost: reconciling the whole vault")
@@ -188,7 +186,7 @@ class Server:
             if batch:
                 self._guard(vault.apply, batch)
             self.debouncer.done()
-            if time.monotonic() >= next_split:
+            if time.monotonic() >= next_split and not self.debouncer.pending:  # a quiet moment
                 self._guard(vault.auto_split)
                 next_split = time.monotonic() + 5
 

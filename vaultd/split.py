@@ -88,8 +88,15 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
             inner = [x for x in heads if first + 1 < x.line <= end]
             sub, over = _sections(lines, inner, threshold, end) if inner else ([], [])
             if sub:
-                # the heading line and the text before the first subheading travel with the first chunk
-                sub[0] = (first, sub[0][1], h.text)
+                # the heading line and the text before the first subheading go with the first chunk
+                # when they fit together, else they are a chunk of their own
+                intro_end = sub[0][0]
+                if sum(len(x) for x in lines[first:sub[0][1]]) <= threshold and sub[0][2] not in over:
+                    sub[0] = (first, sub[0][1], h.text)
+                else:
+                    sub.insert(0, (first, intro_end, h.text))
+                    if sum(len(x) for x in lines[first:intro_end]) > threshold:
+                        over = [h.text, *over]
                 chunks += sub
                 oversized += over
             else:

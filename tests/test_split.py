@@ -1,0 +1,252 @@
+"""The splitter: no line lost, parts within the threshold, links rewritten, journal safety."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import wait_for
+from vaultd.config import Config
+from vaultd.vault import Vault
+
+OLD = time.time() - 3600
+
+
+def _age(root: Path):
+    for p in root.rglob("*"):
+        if p.is_file():
+            os.utime(p, (OLD, OLD))
+
+
+def _vault(tmp_path, files: dict[str, str], **split):
+    v = tmp_path / "vault"
+    for rel, text in files.items():
+        (v / rel).parent.mkdir(parents=True, exist_ok=True)
+        (v / rel).write_bytes(text.encode())
+    _age(v)
+    cfg = Config(vault=str(v), state_dir=str(tmp_path / "state"))
+    cfg = msgspec.structs.replace(cfg, split=msgspec.structs.replace(cfg.split, **split)).load()
+    vault = Vault(cfg)
+    vault.reconcile()
+    return vault
+
+
+def _answers(sock: Path) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(str(sock))
+            return True
+        except OSError:
+            return False
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _lines(b: bytes) -> Counter:
+    return Counter(x for x in b.decode().splitlines() if x.strip())
+
+
+# -- generated notes ---------------------------------------------------------------------
+
+WORDS = st.sampled_from(["alpha", "beta", "가치관", "gamma", "delta", "노트", "[[Other]]", "`code`", "epsilon"])
+
+
+@st.composite
+def notes(draw):
+    org = draw(st.booleans())
+    mark = "*" if org else "#"
+    parts = ["#+title: Gen\n\nIntro text.\n\n" if org else "---\ntitle: Gen\n---\n\nIntro text.\n\n"]
+    for i in range(draw(st.integers(2, 9))):
+        level = 1 if i == 0 else draw(st.integers(1, 3))
+        parts.append(f"{mark * level} Heading {i}\n\n")
+        for j in range(draw(st.integers(1, 30))):
+            parts.append(" ".join(draw(st.lists(WORDS, min_size=3, max_size=25))) + f" {i}.{j}\n")
+        if draw(st.booleans()):
+            parts.append("#+begin_src python\n* not a heading\n#+end_src\n" if org else "```\n# not a heading\n```\n")
+        parts.append("\n")
+    return ("gen.org" if org else "gen.md"), "".join(parts)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(note=notes(), threshold=st.sampled_from([1024, 2048, 4096]))
+def test_split_keeps_every_line_and_undo_restores_every_byte(tmp_path_factory, note, threshold):
+    tmp = tmp_path_factory.mktemp("gen")
+    name, text = note
+    v = _vault(tmp, {name: text, "Other.md": "other\n"}, threshold=threshold, quiet=0)
+    try:
+        before = _tree(v.root)
+        if len(text.encode()) <= threshold:
+            return
+        try:
+            res = v.split_note(name)
+        except Exception as e:
+            assert "cannot be cut smaller" in str(e) or "no headings" in str(e)
+            assert _tree(v.root) == before
+            return
+        after = _tree(v.root)
+        made = [p for p in after if p not in before]
+        assert sorted(made) == sorted(p for p in res["parts"])
+        got = _lines(after[name]) + sum((_lines(after[p]) for p in made), Counter())
+        want = _lines(text.encode())
+        missing = want - got
+        assert not missing, f"lines lost: {list(missing)[:3]}"
+        inserted = got - want  # only titles, tags, identifiers, back links and the parts list
+        assert all(x.startswith(("#+", "---", "title:", "tags:", "identifier:", "Part of", "Parts:", "* Parts"))
+                   or x[:1].isdigit() for x in inserted), list(inserted)[:5]
+        oversized = set(res["oversized"])
+        for p in made:
+            body = after[p].split(b"\n\n", 2)[-1]  # without the inserted header
+            heading = body.decode().splitlines()[0].lstrip("*# ")
+            assert len(body) <= threshold or heading in oversized
+        v.split_undo(res["op"])
+        assert _tree(v.root) == before
+    finally:
+        v.close()
+
+
+# -- rules ---------------------------------------------------------------------------------
+
+def _big_md():
+    sec = lambda i: f"## Section {i}\n\n" + "Lorem ipsum dolor sit amet, words words.\n" * 60 + (f"para ^blk{i}\n" if i == 3 else "")
+    return "---\ntitle: Big\n---\n\nIntro. See [[#Section 6]].\n\n" + "".join(sec(i) for i in range(8))
+
+
+def test_links_into_moved_sections_are_rewritten_and_nothing_breaks(tmp_path):
+    v = _vault(tmp_path, {
+        "notes/Big.md": _big_md(),
+        "notes/Other.md": "[[Big#Section 5]] [[Big#^blk3]] [s](Big.md#section-6) [[Big]]\n",
+        "sub/deep.md": "[x](../notes/Big.md#section-1)\n",
+    }, quiet=0)
+    try:
+        assert v.broken()["total"] == 0
+        res = v.split_note("Big")
+        assert len(res["parts"]) >= 2 and res["rewritten"] == 5
+        assert v.broken()["total"] == 0
+        other = (v.root / "notes/Other.md").read_text()
+        assert "[[Big]]" in other, "links to the whole note still point at the hub"
+        for b in v.backlinks("notes/Big.md")["backlinks"]:
+            assert b["raw"] in ("[[Big]]",) or b["path"].startswith("notes/Big - ")
+    finally:
+        v.close()
+
+
+def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
+    org = "#+title: Big org\n#+identifier: 20250101T000000\n#+filetags: :kw:\n\n" + "".join(
+        f"* Head {i}\n:PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n" + "text line here for the org note\n" * 120 for i in range(5))
+    v = _vault(tmp_path, {"20250101T000000--big-org__kw.org": org,
+                          "ref.org": "[[file:20250101T000000--big-org__kw.org::*Head 3][x]] [[denote:20250101T000000::#h4][y]]\n"},
+               quiet=0)
+    try:
+        res = v.split_note("20250101T000000")
+        for p in res["parts"]:
+            assert Path(p).name.startswith("2025010") and Path(p).name.endswith("__kw.org")
+            assert v.notes[p].id and v.notes[p].tags == ["kw"]
+        assert v.broken()["total"] == 0
+        assert "denote:20250101T000000" not in (v.root / "ref.org").read_text()
+    finally:
+        v.close()
+
+
+def test_no_headings_or_one_huge_section_is_reported_and_left_alone(tmp_path):
+    v = _vault(tmp_path, {"flat.md": "word " * 5000 + "\n", "one.md": "# Only\n\n" + "word " * 5000 + "\n"}, quiet=0)
+    try:
+        why = {c["path"]: c["why"] for c in v.split_candidates()["cannot"]}
+        assert "no headings" in why["flat.md"] and "cannot be cut smaller" in why["one.md"]
+        assert v.auto_split() == []
+    finally:
+        v.close()
+
+
+def test_a_note_being_edited_is_never_split(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=30)
+    try:
+        os.utime(v.root / "notes/Big.md")  # just changed
+        assert v.auto_split() == []
+        with pytest.raises(Exception, match="quiet"):
+            v.split_note("Big")
+        os.utime(v.root / "notes/Big.md", (OLD, OLD))
+        os.symlink("user@host.1:1", v.root / "notes" / ".#Big.md")  # Emacs holds it
+        assert v.auto_split() == []
+        os.unlink(v.root / "notes" / ".#Big.md")
+        (v.root / "notes" / ".Big.md.swp").write_bytes(b"vim")
+        assert v.auto_split() == []
+        os.unlink(v.root / "notes" / ".Big.md.swp")
+        assert len(v.auto_split()) == 1
+    finally:
+        v.close()
+
+
+def test_undo_refuses_when_a_file_changed_unless_forced(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        before = _tree(v.root)
+        res = v.split_note("Big")
+        hub = v.root / "notes/Big.md"
+        hub.write_text(hub.read_text() + "edited after\n")
+        with pytest.raises(Exception, match="changed since"):
+            v.split_undo(res["op"])
+        v.split_undo(res["op"], force=True)
+        assert _tree(v.root) == before
+    finally:
+        v.close()
+
+
+def test_dry_run_shows_a_diff_and_writes_nothing(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        before = _tree(v.root)
+        res = v.split_note("Big", dry_run=True)
+        assert res["diff"].startswith("--- /dev/null") and "+++ b/notes/Big.md" in res["diff"]
+        assert _tree(v.root) == before
+    finally:
+        v.close()
+
+
+# -- crash safety: SIGKILL after every step ------------------------------------------------
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 5, 6])
+def test_sigkill_at_every_step_leaves_before_or_fully_split(tmp_path, short_dir, step):
+    """Steps: 1 journal written, 2-5 each of the four files written (two parts, the linking
+    note, the hub), 6 journal marked done. A restart must show the vault exactly as before
+    (steps 1-5: rolled back) or fully split (6)."""
+    vault = tmp_path / "vault"
+    (vault / "notes").mkdir(parents=True)
+    (vault / "notes/Big.md").write_text(_big_md())
+    (vault / "notes/Other.md").write_text("[[Big#Section 5]]\n")
+    _age(vault)
+    before = _tree(vault)
+    auto, propose = tmp_path / "auto.toml", tmp_path / "propose.toml"
+    auto.write_text("[split]\nquiet = 0.0\n")
+    propose.write_text("[split]\nmode = 'propose'\n")
+    args = [sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir", str(tmp_path / "st"),
+            "--socket", str(short_dir / "s.sock")]
+    proc = subprocess.Popen(args + ["--config", str(auto)], env={**os.environ, "VAULTD_SPLIT_CRASH_AFTER": str(step)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL, "auto mode splits at once; the crash point kills it"
+    assert (_tree(vault) != before) == (step >= 2), "the crash came where asked"
+    proc = subprocess.Popen(args + ["--config", str(propose)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _answers(short_dir / "s.sock"), timeout=20, interval=0.05)  # a stale socket is left
+        after = _tree(vault)
+        if step < 6:
+            assert after == before
+        else:
+            parts = [p for p in after if p.startswith("notes/Big - ")]
+            assert len(parts) == 2 and b"Parts:" in after["notes/Big.md"]
+            assert b"[[Big - " in after["notes/Other.md"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
