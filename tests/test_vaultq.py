@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import time
 import sys
 
 import pytest
@@ -170,3 +171,26 @@ def test_read_pin_hot_recent(daemon, sock):
     assert "notes/Deep work.md" in vaultq("--socket", sock, "recent", "--format", "paths").stdout.splitlines()
     assert vaultq("--socket", sock, "unpin", "Deep work").stdout == "unpinned notes/Deep work.md\n"
     assert vaultq("--socket", sock, "pins").returncode == 1
+
+
+def test_split_commands(make_daemon, tmp_path):
+    cfg = tmp_path / "propose.toml"
+    cfg.write_text("[split]\nmode = 'propose'\nquiet = 0.0\n")
+    daemon = make_daemon(extra=["--config", str(cfg)])
+    sock = str(daemon.socket)
+    big = daemon.vault / "notes" / "Big.md"
+    g = daemon.status()["generation"]
+    big.write_text("# Big\n\n" + "".join(f"## Part {i}\n\n" + "some words here\n" * 300 for i in range(4)))
+    old = time.time() - 3600
+    os.utime(big, (old, old))
+    daemon.wait_generation(g, timeout=3)
+    r = vaultq("--socket", sock, "split", "--list")
+    assert r.returncode == 0 and "split  notes/Big.md" in r.stdout
+    r = vaultq("--socket", sock, "split", "--dry-run", "Big")
+    assert r.stdout.startswith("--- /dev/null") and "+++ b/notes/Big.md" in r.stdout
+    r = vaultq("--socket", sock, "split", "Big")
+    assert r.returncode == 0 and "split notes/Big.md into" in r.stdout
+    op = r.stdout.split("--undo ")[1].split(")")[0]
+    assert op in vaultq("--socket", sock, "split", "--history").stdout
+    assert vaultq("--socket", sock, "split", "--undo", op).stdout.startswith(f"undid {op}")
+    assert vaultq("--socket", sock, "split").returncode == 2

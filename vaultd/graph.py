@@ -263,6 +263,10 @@ class Graph:
                     r, anchor = alt, alt_anchor
             if r is None:
                 r = self._by_name(folder, link.target)
+                if r.broken == NO_NOTE and name and "://" not in name:  # no note by the first name: try the second
+                    alt = self._by_name(folder, name)
+                    if alt.target:
+                        r, anchor = alt, alt_anchor
             anchor = _DENDRON_RANGE.sub("", anchor)
         elif kind in ("md", "file"):
             r = self._by_relpath(folder, link.target, kind)

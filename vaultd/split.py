@@ -38,7 +38,9 @@ from .state import write_atomic
 
 logger = logging.getLogger("vaultd.split")
 
-_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]\n\r\t]+')
+_UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]`=~\n\r\t]+')  # not in file names, nor in links to them
+HEADER_ROOM = 512
+"""Bytes kept free in each part for its inserted title, tags, identifier and back link."""
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
@@ -140,8 +142,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     heads = sorted(note.headings, key=lambda h: h.line)
     if not heads:
         raise SplitError(f"{note.path} has no headings to split at")
-    chunks, oversized = _sections(lines, heads, cfg.threshold)
-    if len(chunks) < 2 and not (chunks and chunks[0][0] > 0):
+    chunks, oversized = _sections(lines, heads, cfg.threshold - HEADER_ROOM)
+    if len(chunks) < 2:
         raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     org = note.path.endswith(".org")
     folder = posixpath.dirname(note.path)
@@ -156,7 +158,10 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             kws = ("__" + "_".join(dn.keywords)) if dn.keywords else ""
             name = f"{ids[i]}--{_slug(title)}{kws}{ext}"
         else:
-            base = f"{stem} - {_UNSAFE.sub(' ', title).strip()[:80] or 'part'}"
+            if "." in stem and not any(c.isspace() for c in stem):  # a Dendron hierarchy: a child note
+                base = f"{stem}.{_slug(title)}"
+            else:
+                base = f"{stem} - {_UNSAFE.sub(' ', title).strip()[:80] or 'part'}"
             name, k = base + ext, 2
             while posixpath.join(folder, name).casefold() in existing or name in names:
                 name, k = f"{base} {k}{ext}", k + 1
@@ -183,7 +188,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     for r in graph.links(note.path):
         if r.target == note.path and r.line in line_part and r.link.kind != "id":
             here = line_part.get(r.link.line)
-            if here != line_part[r.line]:
+            # `[[#H]]` stays valid within one part; `[[Note#H]]` names the note, which is now the hub
+            if here != line_part[r.line] or r.link.kind != "internal":
                 tgt = part_paths[line_part[r.line]]
                 new = _retarget(r.link, part_paths[here] if here is not None else note.path, tgt,
                                 ids[line_part[r.line]] if ids else None, internal=True)
@@ -228,6 +234,12 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
     """The link text pointing at `target` (a part) instead, same anchor and label."""
     k = link.kind
     anchor = link.anchor
+    if k in ("wiki", "embed") and link.label and ("." in link.label or "#" in link.label) and \
+            not any(c.isspace() for c in link.label.split("#")[0]):
+        # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
+        _, _, anchor = link.label.partition("#")
+        name = posixpath.basename(target).rsplit(".", 1)[0]
+        return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
     if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
         name = posixpath.basename(target).rsplit(".", 1)[0]
         if "/" in link.target:

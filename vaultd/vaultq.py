@@ -73,6 +73,15 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help="print JSON")
         if name != "tags":
             s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
+    s = sub.add_parser("split", help="split an oversized note into a hub and parts (or list, history, undo)")
+    s.add_argument("note", metavar="NOTE", nargs="?")
+    s.add_argument("--dry-run", action="store_true", help="show the plan and a diff of every file; write nothing")
+    s.add_argument("--list", action="store_true", help="notes over the threshold, growing ones, and those it cannot split")
+    s.add_argument("--history", action="store_true", help="past split operations")
+    s.add_argument("--undo", metavar="OP", help="restore every file an operation touched")
+    s.add_argument("--force", action="store_true", help="with --undo: even if files changed since")
+    s.add_argument("--json", action="store_true", help="print JSON")
+
     s = sub.add_parser("read", help="a note's text, or part of it (counts as an access)")
     s.add_argument("note", metavar="NOTE")
     s.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
@@ -273,6 +282,34 @@ def _run(c: Client, args) -> int:
             for old, new in res["moved"]:
                 print(f"R {old} -> {new}")
             print(f"# now at generation {res['generation']}")
+        return EXIT_OK
+    if cmd == "split":
+        if sum(map(bool, (args.note, args.list, args.history, args.undo))) != 1:
+            print("vaultq: split takes one of NOTE, --list, --history, --undo OP", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("split", note=args.note, dry_run=args.dry_run, list=args.list, history=args.history,
+                        undo=args.undo, force=args.force)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+        elif args.list:
+            for it in res["over"]:
+                print(f"split  {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
+            for it in res["cannot"]:
+                print(f"cannot {it['path']}  {it['size']} B: {it['why']}")
+            for it in res["growing"]:
+                print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
+        elif args.history:
+            for e in res["history"]:
+                print(f"{e['op']}  {e['status']:<11} {e['note']} -> {len(e['parts'] or [])} parts")
+        elif args.undo:
+            print(f"undid {res['op']}: restored {len(res['restored'])} files")
+        elif res["dry_run"]:
+            sys.stdout.write(res["diff"])
+        else:
+            print(f"split {res['note']} into {len(res['parts'])} parts, {res['rewritten']} links rewritten "
+                  f"(undo: vaultq split --undo {res['op']})")
+            for p in res["parts"]:
+                print(f"  {p}")
         return EXIT_OK
     if cmd == "read":
         try:
