@@ -1,0 +1,283 @@
+"""The performance table: vaultd against raw Tantivy, ripgrep and grep, measured in one run.
+
+    python bench/perf.py                 # a typical vault: 3,000 genvault notes, ~30 MB
+    python bench/perf.py --seed-scale    # 3,142 files, ~474 MB
+    python bench/perf.py --vault DIR     # your own (read-only: churn and freshness write a scratch folder in a copy)
+
+(a) full index (vaultd index) vs the same texts fed straight to Tantivy, same schema;
+(b) query round trip through the socket, per query kind, vs `rg -l` and `grep -rl`;
+(c) `vaultq search` process start to exit vs `python -c 'import socket, json'`;
+(d) freshness: a file written -> found by search, over 50 edits;
+(e) restart with nothing changed: start -> answering and reconciled;
+(f) daemon RSS after the index and after 10,000 queries;
+(g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained.
+Needs ../shared/tools/genvault.py for generated vaults; ripgrep where installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GENVAULT = HERE.parent.parent / "shared" / "tools" / "genvault.py"
+BIN = Path(sys.executable).parent
+
+RAW_TANTIVY = r"""
+import sys, time, tantivy
+from pathlib import Path
+from vaultd.index import _schema, _register, cjk_text
+root, out = Path(sys.argv[1]), sys.argv[2]
+files = [p for p in root.rglob('*') if p.suffix in ('.md', '.org') and p.is_file()]
+t = time.perf_counter()
+idx = tantivy.Index(_schema(), path=out)
+_register(idx)
+w = idx.writer(heap_size=64 << 20, num_threads=2)
+for p in files:
+    text = p.read_bytes().decode('utf-8', 'replace')
+    d = tantivy.Document()
+    d.add_text('path', p.relative_to(root).as_posix())
+    d.add_text('title', p.stem)
+    d.add_text('body', text)
+    ko = cjk_text(text)
+    if ko:
+        d.add_text('body_ko', ko)
+    d.add_bytes('meta', b'')
+    w.add_document(d)
+w.commit()
+w.wait_merging_threads()
+print(time.perf_counter() - t)
+"""
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Conn:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(str(path))
+        self.f = self.s.makefile("rb")
+
+    def ask(self, op, **kw):
+        self.s.sendall(json.dumps({"op": op, **kw}).encode() + b"\n")
+        msg = json.loads(self.f.readline())
+        if not msg["ok"]:
+            raise RuntimeError(msg["error"])
+        return msg["result"]
+
+    def close(self):
+        self.f.close()
+        self.s.close()
+
+
+def run(cmd, **kw) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    return time.perf_counter() - t
+
+
+class Daemon:
+    def __init__(self, vault, state, sock):
+        self.args = [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(state), "--socket", str(sock),
+                     "--log-level", "warning"]
+        self.sock = sock
+
+    def start(self) -> float:
+        """Seconds from spawn until it answers and has reconciled."""
+        t = time.perf_counter()
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                c = Conn(self.sock)
+                if c.ask("status")["reconciled"]:
+                    self.c = c
+                    return time.perf_counter() - t
+                c.close()
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+    def stop(self):
+        self.c.close()
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=60)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=3000)
+    ap.add_argument("--total-mb", type=float, default=30)
+    ap.add_argument("--seed-scale", action="store_true")
+    ap.add_argument("--vault")
+    ap.add_argument("--queries", type=int, default=10_000)
+    ap.add_argument("--churn-seconds", type=float, default=30)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="vp"))
+    try:
+        return bench(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench(args, work: Path) -> int:
+    vault = work / "vault"
+    if args.vault:
+        shutil.copytree(args.vault, vault)
+        needles = []
+    else:
+        cmd = [sys.executable, str(GENVAULT), "--out", str(vault), "--seed", "7"]
+        cmd += ["--seed-scale"] if args.seed_scale else ["--files", str(args.files), "--total-mb", str(args.total_mb)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        needles = [n["query"] for n in json.loads((work / "vault.ORACLE.json").read_text())["needles"]]
+    files = [p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()]
+    mb = sum(p.stat().st_size for p in files) / 2**20
+    subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL)  # a warm page cache for everyone
+    rows = []
+
+    # (a) full index
+    state = work / "state"
+    t0 = time.perf_counter()
+    p = subprocess.Popen([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(state)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    t_index = time.perf_counter() - t0
+    index_rss = ru.ru_maxrss / 1024
+    (work / "raw").mkdir()
+    raw = subprocess.run([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / "raw")], capture_output=True,
+                         text=True, check=True)
+    t_raw = float(raw.stdout.strip())
+    rows.append(("(a) full index, s", f"{t_index:.2f}", f"raw Tantivy {t_raw:.2f}", f"{t_raw / t_index:.2f}x the raw rate", "≥ 0.75x"))
+    rows.append(("    notes/s, MB/s, peak RSS", f"{len(files) / t_index:.0f}, {mb / t_index:.1f}, {index_rss:.0f} MB",
+                 f"{len(files) / t_raw:.0f}, {mb / t_raw:.1f}", "", ""))
+
+    # (e) restart with nothing changed, (f) RSS after index
+    d = Daemon(vault, state, work / "d.sock")
+    t_restart = d.start()
+    while d.c.ask("status").get("graph") != "ready":
+        time.sleep(0.05)
+    rss0 = rss_mb(d.proc.pid)
+
+    # (b) query round trip, per kind
+    rnd = random.Random(7)
+    kinds = {
+        "one word": ["memory", "daemon", "index", "graph", "token"],
+        "three words": ["memory index daemon", "link graph vault", "search token field"],
+        "phrase": ['"link graph"', '"search index"', '"memory tier"'],
+        "tag filter": ["memory tag:ai", "daemon tag:rust", "index tag:todo"],
+        "Korean": ["가치관이", "메모를 정리하는", "페르소나 경험"],
+    }
+    if needles:
+        kinds["needle"] = rnd.sample(needles, min(20, len(needles)))
+    for kind, qs in kinds.items():
+        for q in qs:
+            d.c.ask("search", q=q)
+        rt = []
+        for i in range(200):
+            q = qs[i % len(qs)]
+            t = time.perf_counter()
+            d.c.ask("search", q=q, limit=10)
+            rt.append((time.perf_counter() - t) * 1000)
+        word = qs[0].strip('"').split()[0].split(":")[0]
+        rg = statistics.median(run(["rg", "-l", word, str(vault)]) * 1000 for _ in range(3)) if shutil.which("rg") else None
+        grep = statistics.median(run(["grep", "-rl", word, str(vault)]) * 1000 for _ in range(3))
+        base = f"rg -l {rg:.0f}, grep -rl {grep:.0f}" if rg else f"grep -rl {grep:.0f}"
+        rows.append((f"(b) {kind}: p50/p95/p99 ms", f"{pct(rt, 50):.2f}/{pct(rt, 95):.2f}/{pct(rt, 99):.2f}", base,
+                     f"{(rg or grep) / pct(rt, 50):.0f}x faster than {'rg' if rg else 'grep'}", "p50 ≤ 10, p95 ≤ 25"))
+
+    # (c) vaultq end to end
+    q_cli = [str(BIN / "vaultq"), "--socket", str(work / "d.sock"), "search", "memory index"]
+    bare = [sys.executable, "-c", "import socket, json"]
+    for _ in range(3):
+        run(q_cli), run(bare)
+    cli = statistics.median(run(q_cli) * 1000 for _ in range(21))
+    b = statistics.median(run(bare) * 1000 for _ in range(21))
+    rows.append(("(c) vaultq search, ms", f"{cli:.1f}", f"import socket, json {b:.1f}", f"{cli / b:.2f}x", "≤ 1.25x"))
+
+    # (d) freshness
+    scratch = vault / "bench-scratch"
+    scratch.mkdir()
+    fresh = []
+    for i in range(50):
+        token = f"fresh{i:04d}x{rnd.randrange(10**6)}"
+        t = time.perf_counter()
+        (scratch / f"f{i % 5}.md").write_text(f"# note {i}\n\n{token}\n")
+        while not d.c.ask("search", q=token, limit=1)["hits"]:
+            time.sleep(0.002)
+        fresh.append((time.perf_counter() - t) * 1000)
+    rows.append(("(d) freshness p50/p95, ms", f"{pct(fresh, 50):.0f}/{pct(fresh, 95):.0f}", "", "", "p50 ≤ 400, p95 ≤ 800"))
+
+    # (f) RSS over 10,000 queries
+    pool = [q for qs in kinds.values() for q in qs]
+    for i in range(args.queries):
+        d.c.ask("search", q=pool[i % len(pool)], limit=10)
+    rss1 = rss_mb(d.proc.pid)
+    rows.append(("(f) RSS after index / after queries, MB", f"{rss0:.0f} / {rss1:.0f}", "",
+                 f"{(rss1 - rss0) / rss0 * 100:+.1f}% over {args.queries} queries", "≤ 250 (400 seed), < +5%"))
+
+    # (g) churn
+    churn = vault / "bench-churn"
+    churn.mkdir()
+    last: dict[int, str] = {}
+    stop_at = time.perf_counter() + args.churn_seconds
+    n = 0
+    while time.perf_counter() < stop_at:
+        t = time.perf_counter()
+        for _ in range(10):
+            k = n % 300
+            last[k] = f"churn{n:06d}"
+            (churn / f"c{k:03d}.md").write_text(f"# churn {k}\n\n{last[k]}\n")
+            n += 1
+        time.sleep(max(0.0, 0.1 - (time.perf_counter() - t)))
+    t = time.perf_counter()
+    while True:
+        st = d.c.ask("status")
+        if st["pending"] == 0 and st["generation"]:
+            break
+        time.sleep(0.01)
+    drained = time.perf_counter() - t
+    time.sleep(0.3)
+    while d.c.ask("status")["pending"]:
+        time.sleep(0.01)
+    lost = [k for k, tok in last.items() if not d.c.ask("search", q=tok, limit=1)["hits"]]
+    notes = d.c.ask("status")["notes"]
+    on_disk = len([p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()])
+    rows.append(("(g) churn: writes, lost, drain s", f"{n} writes, {len(lost)} lost, {drained:.2f} s",
+                 f"{notes} notes indexed, {on_disk} on disk", "", "0 lost, ≤ 2 s"))
+    rows.insert(2, ("(e) restart, nothing changed, s", f"{t_restart:.2f}", "", "", "≤ 1 (2 seed)"))
+    d.stop()
+
+    head = ("measure", "vaultd", "baseline, same run", "ratio", "target")
+    w = [max(len(str(r[i])) for r in [*rows, head]) for i in range(5)]
+    print(f"vault: {len(files)} notes, {mb:.0f} MB; {os.cpu_count()} CPUs")
+    print("| " + " | ".join(f"{h:<{w[i]}}" for i, h in enumerate(head)) + " |")
+    print("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for r in rows:
+        print("| " + " | ".join(f"{str(c):<{w[i]}}" for i, c in enumerate(r)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
