@@ -11,6 +11,7 @@ and the link graph are rebuilt from the index at start.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import shutil
@@ -39,6 +40,7 @@ _meta_decoder = msgspec.msgpack.Decoder(Note)
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})(?:[T ]?(\d{2}):?(\d{2})(?::?(\d{2}))?)?")
 
 
+@functools.lru_cache(maxsize=65536)
 def parse_date(text: str | None) -> float | None:
     """Epoch seconds (UTC) of the first date in `text`: ISO dates, Org `[2025-10-16 Thu 08:02]`,
     Denote identifiers `20251016T080208`."""

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 
 def vault_name(vault: Path) -> str:
     """`<folder>-<hash>`: readable, and distinct for two vaults with the same folder name."""
+    import hashlib  # here, not at the top: vaultq with --socket never needs it
+
     digest = hashlib.sha1(os.fsencode(vault)).hexdigest()[:8]
     return f"{vault.name or 'root'}-{digest}"
 

@@ -17,7 +17,6 @@ matches as a prefix (search-as-you-type).
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 import time
@@ -249,12 +248,9 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
                 stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles))[0])), parsed=p)
 
 
-def blend(score: float, note_epoch: float, path: str, b: Search, cold: list[str], now: float | None = None,
-          anchor: float = 0.0) -> float:
+def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | None = None, anchor: float = 0.0) -> float:
     """The final score: BM25, raised by anchor text (the share of the query that links to
     the note use as their label) and for recent notes (half-life decay), lowered for COLD."""
     age_days = max(0.0, ((now or time.time()) - note_epoch) / 86400)
     s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days)) * (1 + b.anchor_weight * anchor)
-    if any(fnmatch.fnmatch(path, g) for g in cold):
-        s *= b.cold_factor
-    return s
+    return s * b.cold_factor if cold else s

@@ -4,6 +4,7 @@ highlight spans in characters. Cut from the file itself, so `path:line:col` is e
 from __future__ import annotations
 
 import bisect
+import heapq
 import re
 
 import msgspec
@@ -11,6 +12,7 @@ import msgspec
 from .index import CJK_RUN
 
 MAX_WIDTH = 240
+_NL = re.compile("\n")
 
 
 class Snippet(msgspec.Struct):
@@ -27,9 +29,10 @@ class Snippet(msgspec.Struct):
 
 
 class Matcher:
-    """Finds query words in a line: a Latin word or its stem at a word start (so `index`
+    """Finds query words in text: a Latin word or its stem at a word start (so `index`
     finds `indexes`), and the bigrams of a CJK run anywhere, overlapping, so that
-    `가치관이` lights up all of `가치관` in `가치관은`."""
+    `가치관이` lights up all of `가치관` in `가치관은`. Uses str.find on lower-cased text
+    (C speed); a regex only where lower-casing changes the text's length."""
 
     def __init__(self, words: list[str], stems: list[str]):
         latin, self.grams = set(), set()
@@ -37,48 +40,67 @@ class Matcher:
             if CJK_RUN.fullmatch(w):
                 self.grams.update(w[i : i + 2] for i in range(len(w) - 1)) if len(w) > 1 else self.grams.add(w)
             elif w:
-                latin.add(r"(?<!\w)" + re.escape(w))
-        self.latin = re.compile("|".join(sorted(latin, key=len, reverse=True)), re.IGNORECASE) if latin else None
+                latin.add(w.lower())
+        self.latin = sorted(latin, key=len, reverse=True)
+        self._regex = re.compile("|".join(r"(?<!\w)" + re.escape(w) for w in self.latin), re.IGNORECASE) \
+            if self.latin else None
 
     def __bool__(self) -> bool:
         return bool(self.latin or self.grams)
 
+    def find(self, text: str) -> list[tuple[int, int, str]]:
+        """Every match: (start, end, the term), one term per start (the longest)."""
+        out: dict[int, tuple[int, int, str]] = {}
+        if self.latin:
+            low = text.lower()
+            if len(low) != len(text):
+                for m in self._regex.finditer(text):
+                    out[m.start()] = (m.start(), m.end(), m.group().lower())
+            else:
+                for w in self.latin:  # longest first: it keeps its start
+                    i = low.find(w)
+                    while i >= 0:
+                        if (i == 0 or not (low[i - 1].isalnum() or low[i - 1] == "_")) and i not in out:
+                            out[i] = (i, i + len(w), w)
+                        i = low.find(w, i + 1)
+        found = list(out.values())
+        for g in self.grams:
+            i = text.find(g)
+            while i >= 0:
+                found.append((i, i + len(g), g))
+                i = text.find(g, i + 1)
+        return found
+
     def terms(self, text: str) -> set[str]:
         """The distinct query terms found in `text`."""
-        found = {m.group().lower() for m in self.latin.finditer(text)} if self.latin is not None else set()
-        return found | {g for g in self.grams if g in text}
+        return {t for *_, t in self.find(text)}
 
     def spans(self, line: str) -> tuple[list[list[int]], int]:
         """(merged spans, number of distinct terms matched) in `line`."""
-        found: list[tuple[int, int]] = []
-        terms = set()
-        if self.latin is not None:
-            for m in self.latin.finditer(line):
-                found.append(m.span())
-                terms.add(m.group().lower())
-        for g in self.grams:
-            i = line.find(g)
-            if i >= 0:
-                terms.add(g)
-            while i >= 0:
-                found.append((i, i + len(g)))
-                i = line.find(g, i + 1)
-        return _merge(found), len(terms)
+        found = self.find(line)
+        return _merge([(a, b) for a, b, _ in found]), len({t for *_, t in found})
 
 
 def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0, headings=()) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
     in line order, each with the heading it sits under (`headings`: the note's, by line).
     The first `skip` lines (front matter) count only when nothing else matches."""
-    scored = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        spans, terms = matcher.spans(line)
-        if spans:
-            scored.append((lineno <= skip, -terms, -len(spans), lineno, line, spans))
+    # Find every match in the whole text at once, then group by line: no per-line Python loop.
+    newlines = [m.start() for m in _NL.finditer(text)]
+    hits: dict[int, list[tuple[int, int, str]]] = {}
+    for a, b, term in matcher.find(text):
+        hits.setdefault(bisect.bisect_left(newlines, a), []).append((a, b, term))
+    if not hits:
+        return []
+    scored = [(idx + 1 <= skip, -len({t for *_, t in items}), -len(items), idx) for idx, items in hits.items()]
     if any(not s[0] for s in scored):
         scored = [s for s in scored if not s[0]]
-    scored.sort()
-    out = [_trim(lineno, line, spans) for *_, lineno, line, spans in scored[:n]]
+    out = []
+    for *_, idx in heapq.nsmallest(n, scored):  # only the chosen lines are cut and highlighted
+        start = newlines[idx - 1] + 1 if idx else 0
+        end = newlines[idx] if idx < len(newlines) else len(text)
+        spans = _merge([(a - start, min(b, end) - start) for a, b, _ in hits[idx]])
+        out.append(_trim(idx + 1, text[start:end], spans))
     out.sort(key=lambda s: s.line)
     if headings:
         lines = [h.line for h in headings]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import math
+import re
 import time
 
 from .config import Tiers
@@ -11,8 +13,13 @@ from .note import Note
 from .state import State
 
 
+@functools.lru_cache(maxsize=8)
+def _cold_pattern(globs: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(fnmatch.translate(g) for g in globs) or "(?!)")
+
+
 def is_cold(path: str, cfg: Tiers) -> bool:
-    return any(fnmatch.fnmatch(path, g) for g in cfg.cold)
+    return _cold_pattern(tuple(cfg.cold)).match(path) is not None
 
 
 def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = None) -> list[dict]:

@@ -265,9 +265,10 @@ class Vault:
             # Notes the words do not reach but links to them name that way: found by anchor text alone
             top = max((score for score, _ in found), default=1.0)
             seen = {n.path for _, n in found}
-            found += [(top * 0.5 * m, self.notes[t]) for t, m in anchors.items()
-                      if m >= 0.5 and t not in seen and t in self.notes]
-        ranked = sorted(((blend(score, note_epoch(n), n.path, cfg, tiers.cold, now, anchors.get(n.path, 0.0)), n)
+            extra = sorted(((m, t) for t, m in anchors.items() if m >= 0.5 and t not in seen and t in self.notes),
+                           reverse=True)[: max(limit, 10)]
+            found += [(top * 0.5 * m, self.notes[t]) for m, t in extra]
+        ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
         with_cold = scope == "all"
         if not with_cold:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
-from .paths import default_socket, find_socket
 from .render import context_item
 
 EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
@@ -112,6 +111,8 @@ def _lines(spec: str | None) -> list[int] | None:
 
 
 def _socket(args) -> str:
+    from .paths import default_socket, find_socket  # only when no socket is given
+
     if args.socket:
         return args.socket
     if os.environ.get("VAULTD_SOCKET"):
