@@ -22,7 +22,7 @@ index: $(BIN)/vaultd
 	$(BIN)/vaultd index --vault "$(VAULT)"
 
 bench: $(BIN)/vaultd
-	$(BIN)/python bench/bench_index_query.py
+	$(BIN)/python bench/perf.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
