@@ -101,8 +101,10 @@ def run(cmd, **kw) -> float:
 
 class Daemon:
     def __init__(self, vault, state, sock):
+        cfg = Path(state).parent / "bench.toml"
+        cfg.write_text('[split]\nmode = "off"\n')  # measure indexing and search, not the splitter
         self.args = [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(state), "--socket", str(sock),
-                     "--log-level", "warning"]
+                     "--log-level", "warning", "--config", str(cfg)]
         self.sock = sock
 
     def start(self) -> float:
