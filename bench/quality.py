@@ -42,9 +42,12 @@ def norm(s: str) -> str:
 class Daemon:
     def __init__(self, vault: Path, work: Path):
         self.sock = work / f"{abs(hash(str(vault))) % 10**8}.sock"
+        cfg = work / "bench.toml"
+        cfg.write_text('[split]\nmode = "off"\n')  # the corpora are read, never split
         self.proc = subprocess.Popen(
             [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / vault.name), "--socket",
-             str(self.sock), "--log-level", "warning"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             str(self.sock), "--log-level", "warning", "--config", str(cfg)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:

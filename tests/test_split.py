@@ -250,3 +250,21 @@ def test_sigkill_at_every_step_leaves_before_or_fully_split(tmp_path, short_dir,
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_read_only_files_are_never_split(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0)
+    try:
+        before = _tree(v.root)
+        os.chmod(v.root / "notes/Other.md", 0o444)  # a note the split would rewrite
+        assert v.auto_split() == []
+        assert "read-only" in v._split_skip["notes/Big.md"][1]
+        os.chmod(v.root / "notes/Other.md", 0o644)
+        os.chmod(v.root / "notes", 0o555)  # no new parts can go here
+        v._split_skip.clear()
+        assert v.auto_split() == []
+        os.chmod(v.root / "notes", 0o755)
+        assert _tree(v.root) == before
+    finally:
+        os.chmod(v.root / "notes", 0o755)
+        v.close()

@@ -12,6 +12,8 @@ import msgspec
 from .index import CJK_RUN
 
 MAX_WIDTH = 240
+MAX_PER_TERM = 200
+"""Occurrences of one term looked at per file: enough to find the best lines of a big note."""
 _NL = re.compile("\n")
 
 
@@ -58,17 +60,18 @@ class Matcher:
                     out[m.start()] = (m.start(), m.end(), m.group().lower())
             else:
                 for w in self.latin:  # longest first: it keeps its start
-                    i = low.find(w)
-                    while i >= 0:
+                    i, n = low.find(w), 0
+                    while i >= 0 and n < MAX_PER_TERM:
                         if (i == 0 or not (low[i - 1].isalnum() or low[i - 1] == "_")) and i not in out:
                             out[i] = (i, i + len(w), w)
+                            n += 1
                         i = low.find(w, i + 1)
         found = list(out.values())
         for g in self.grams:
-            i = text.find(g)
-            while i >= 0:
+            i, n = text.find(g), 0
+            while i >= 0 and n < MAX_PER_TERM:
                 found.append((i, i + len(g), g))
-                i = text.find(g, i + 1)
+                i, n = text.find(g, i + 1), n + 1
         return found
 
     def terms(self, text: str) -> set[str]:

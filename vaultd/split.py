@@ -315,6 +315,16 @@ def editor_busy(vault: Path, rel: str) -> str | None:
     return None
 
 
+def read_only(vault: Path, path: str) -> str | None:
+    """Why the splitter must not write `path` (a file or folder without its owner's write bit:
+    the user made it read-only, and root's power to write anyway is not consent), or None."""
+    p = vault / path
+    target = p if p.exists() else p.parent
+    if not os.stat(target).st_mode & 0o200:
+        return f"{path} is read-only" if target == p else f"{posixpath.dirname(path) or '.'} is read-only"
+    return None
+
+
 def check_quiet(vault: Path, rel: str, quiet: float) -> None:
     st = os.stat(vault / rel)
     age = time.time() - st.st_mtime

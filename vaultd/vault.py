@@ -516,9 +516,9 @@ class Vault:
             if check_quiet:
                 split.check_quiet(self.root, path, cfg.quiet)
             for c in plan.changes:
-                busy = split.editor_busy(self.root, c.path)
-                if busy:
-                    raise split.SplitError(f"{c.path}: {busy}")
+                why = split.read_only(self.root, c.path) or split.editor_busy(self.root, c.path)
+                if why:
+                    raise split.SplitError(why if why.endswith("read-only") else f"{c.path}: {why}")
             with self._split_lock:
                 entry = split.apply(plan, self.root, self.journal)
         except (split.SplitError, OSError) as e:
