@@ -133,7 +133,7 @@ def main() -> int:
         gr = [sum(r[2][i] for r in sel) / n for i in range(4)]
         hs = [r[3] for r in sel if r[3] is not None]
         h = f"{sum(hs) / len(hs):.2f} ({len(hs)})" if hs else "-"
-        print(f"| {g} | {n} | {v[0]:.2f} | {v[1]:.2f} | {v[2]:.2f} | {v[3]:.2f} | {h} | "
+        print(f"| {g} | {n} | {v[0]:.2f} | {v[1]:.2f} | {v[2]:.2f} | {v[3]:.3f} | {h} | "
               f"{gr[0]:.2f} | {gr[1]:.2f} | {gr[2]:.2f} | {gr[3]:.2f} |")
     return 0
 

@@ -24,7 +24,7 @@ import msgspec
 import tantivy
 
 from .errors import IndexLocked
-from .note import Note
+from .note import Note, NoteHead
 
 logger = logging.getLogger("vaultd.index")
 
@@ -35,6 +35,7 @@ CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e
 
 _meta_encoder = msgspec.msgpack.Encoder()
 _meta_decoder = msgspec.msgpack.Decoder(Note)
+_head_decoder = msgspec.msgpack.Decoder(NoteHead)
 
 
 _DATE = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})(?:[T ]?(\d{2}):?(\d{2})(?::?(\d{2}))?)?")
@@ -162,11 +163,11 @@ class NoteIndex:
             out[note.path] = note
         return out
 
-    def search(self, query: tantivy.Query, limit: int) -> tuple[int, list[tuple[float, Note]]]:
-        """(total hits, the top `limit` as (score, note metadata)), from one searcher snapshot."""
+    def search(self, query: tantivy.Query, limit: int) -> tuple[int, list[tuple[float, NoteHead]]]:
+        """(total hits, the top `limit` as (score, note head)), from one searcher snapshot."""
         s = self.index.searcher()
         res = s.search(query, limit=limit, count=True)
-        return res.count, [(score, _meta_decoder.decode(s.doc(addr).get_first("meta"))) for score, addr in res.hits]
+        return res.count, [(score, _head_decoder.decode(s.doc(addr).get_first("meta"))) for score, addr in res.hits]
 
     # -- writing ----------------------------------------------------------------
 

@@ -61,3 +61,18 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 NOTE_META_FIELDS = tuple(f for f in Note.__struct_fields__ if f != "body")
 """Everything but the body: what the index stores per note and the daemon holds in memory."""
+
+
+class NoteHead(msgspec.Struct, kw_only=True):
+    """What ranking and snippets need of a hit, decoded without its links (a big note has
+    hundreds): the index's stored metadata, read partially."""
+
+    path: str
+    title: str
+    id: str | None = None
+    tags: list[str] = []
+    aliases: list[str] = []
+    date: str | None = None
+    headings: list[Heading] = []
+    mtime_ns: int = 0
+    size: int = 0

@@ -206,11 +206,14 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if c is not None:
             should.append(c)
         should.append(bld.term("tags", run, boosts.tag_boost))
-    for a, b in zip(stems, stems[1:]):  # words next to each other in a title or heading count more
-        # (not in the body: positions of common words in big notes cost tens of ms)
-        should.append(_Q.disjunction_max_query([
-            _Q.boost_query(_Q.phrase_query(schema, f, [a, b], 2), w * 0.5)
-            for f, w in (("title", boosts.title_boost), ("headings", boosts.heading_boost))]))
+    common = max(1, searcher.num_docs // 4)
+    for a, b in zip(stems, stems[1:]):  # words next to each other count more, most in a title or heading
+        fields = [("title", boosts.title_boost), ("headings", boosts.heading_boost)]
+        if max(searcher.doc_freq("body", a), searcher.doc_freq("body", b)) <= common:
+            # in the body only for words most notes lack: positions of common words in big notes cost tens of ms
+            fields.append(("body", boosts.body_boost))
+        should.append(_Q.disjunction_max_query(
+            [_Q.boost_query(_Q.phrase_query(schema, f, [a, b], 2), w * 0.5) for f, w in fields]))
     if p.prefix and len(p.prefix) >= 2:
         should.append(_Q.boost_query(_Q.disjunction_max_query(
             [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
