@@ -343,3 +343,13 @@ def test_odd_file_names(daemon):
 def test_no_query_string_gets_an_error_from_the_daemon(daemon, q):
     res = daemon.request("search", q=q, limit=3)
     assert isinstance(res["hits"], list)
+
+
+def test_vaultd_check(daemon, tmp_path):
+    args = [sys.executable, "-m", "vaultd", "check", "--vault", str(daemon.vault), "--state-dir", str(daemon.state)]
+    r = subprocess.run(args + ["--socket", str(daemon.socket)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "vault:" in r.stdout and "(4 notes)" in r.stdout and "index:" in r.stdout and ": ok" in r.stdout
+    assert f"daemon:    running, pid {daemon.proc.pid}" in r.stdout
+    r = subprocess.run(args + ["--socket", str(tmp_path / "none.sock")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "not running" in r.stdout

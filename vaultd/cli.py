@@ -104,6 +104,41 @@ def index(config_path, vault, state_dir, log_level):
 
 
 @cli.command()
+@common
+@click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
+def check(config_path, vault, state_dir, log_level, socket):
+    """Check the config, the vault and the daemon; exit 1 if something is wrong."""
+    import json
+    import socket as so
+
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket)
+    from .filters import NoteFilter
+    from .index import SCHEMA_VERSION
+
+    ok = True
+    notes = sum(1 for _ in NoteFilter(cfg.watch.extensions, cfg.watch.ignore_dirs).walk(Path(cfg.vault)))
+    click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
+    click.echo(f"vault:     {cfg.vault} ({notes} notes)")
+    stamp = Path(cfg.state_dir) / "index" / "VERSION"
+    version = stamp.read_text().strip() if stamp.exists() else None
+    state = "none yet (built at first start)" if version is None else (
+        "ok" if version == str(SCHEMA_VERSION) else f"schema {version}, will be rebuilt to {SCHEMA_VERSION}")
+    click.echo(f"index:     {Path(cfg.state_dir) / 'index'}: {state}")
+    try:
+        with so.socket(so.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(cfg.socket)
+            s.sendall(b'{"op":"status"}\n')
+            st = json.loads(s.makefile("rb").readline())["result"]
+        click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, "
+                   f"{st.get('broken')} broken links")
+    except OSError as e:
+        click.echo(f"daemon:    not running on {cfg.socket} ({e.strerror or e}); start it with `vaultd run`")
+        ok = False
+    sys.exit(0 if ok else 1)
+
+
+@cli.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the Note as JSON.")
 @click.option("--body/--no-body", default=False, help="Include the searchable body.")
