@@ -192,7 +192,6 @@ def test_korean_costs_more_than_chars_over_4():
 def test_context_never_exceeds_its_budget_and_every_item_is_exact(cv, budget, q, unit):
     res = cv.context(q, budget, unit)
     _check_items(cv, res, budget, unit)
-    assert res == cv.context(q, budget, unit) or True  # deterministic apart from access counts
 
 
 def test_context_is_deterministic(cv):
