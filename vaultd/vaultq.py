@@ -293,6 +293,8 @@ def _run(c: Client, args) -> int:
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
         elif args.list:
+            if not (res["over"] or res["cannot"] or res["growing"]):
+                return EXIT_NONE
             for it in res["over"]:
                 print(f"split  {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
             for it in res["cannot"]:
