@@ -61,6 +61,7 @@ class Vault:
         self.journal = split.Journal(self.state_dir / "split")
         for rel in split.recover(self.root, self.journal):  # a crash mid-split: back to before
             logger.warning("restored %s from the split journal", rel)
+        self._split_announced = False
         self._split_skip: dict[str, tuple[int, str]] = {}
         """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
         self.generation = self.state.state.generation + 1
@@ -547,9 +548,14 @@ class Vault:
         if cfg.mode != "auto" or self.graph is None:
             return []
         ops = []
-        for path, n in list(self.notes.items()):
-            if n.size <= cfg.threshold or split.excluded(path, cfg) or self._split_skip.get(path, (None,))[0] == n.mtime_ns:
-                continue
+        todo = [(p, n) for p, n in self.notes.items() if n.size > cfg.threshold and not split.excluded(p, cfg)
+                and self._split_skip.get(p, (None,))[0] != n.mtime_ns]
+        if todo and not self._split_announced:
+            self._split_announced = True
+            logger.warning("auto-split is on ([split] mode = \"auto\"): %d notes are over %d bytes and will be split "
+                           "once quiet; `vaultq split --history` lists what was done and `--undo OP` restores it; "
+                           "mode = \"propose\" only lists", len(todo), cfg.threshold)
+        for path, n in todo:
             try:
                 split.check_quiet(self.root, path, cfg.quiet)
             except (split.SplitError, OSError):
