@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import msgspec
 
 
@@ -57,6 +59,18 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     mtime_ns: int = 0
     size: int = 0
     hash: str = ""
+
+
+def compact(note: "Note") -> "Note":
+    """Intern the strings links repeat (the same target, label and link text stand in many
+    notes): a big vault's note table holds hundreds of thousands of links. Returns `note`."""
+    intern = sys.intern
+    for link in note.links:
+        link.raw = intern(link.raw)
+        link.target = intern(link.target)
+        link.label = intern(link.label)
+        link.kind = intern(link.kind)
+    return note
 
 
 NOTE_META_FIELDS = tuple(f for f in Note.__struct_fields__ if f != "body")

@@ -22,7 +22,7 @@ from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch
-from .note import Note
+from .note import Note, compact
 from .parse import decode, parse_file
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
@@ -136,7 +136,7 @@ class Vault:
                         batch.delete(rel)
                 elif note is not False:
                     batch.add(note)
-                    upserts.append(msgspec.structs.replace(note, body=""))
+                    upserts.append(compact(msgspec.structs.replace(note, body="")))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
                 batch.delete(rel)
