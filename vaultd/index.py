@@ -24,7 +24,7 @@ import msgspec
 import tantivy
 
 from .errors import IndexLocked
-from .note import Note, NoteHead, compact
+from .note import Note, NoteHead
 
 logger = logging.getLogger("vaultd.index")
 
@@ -159,7 +159,7 @@ class NoteIndex:
             return {}
         out = {}
         for _, addr in s.search(tantivy.Query.all_query(), limit=n, count=False).hits:
-            note = compact(_meta_decoder.decode(s.doc(addr).get_first("meta")))
+            note = _meta_decoder.decode(s.doc(addr).get_first("meta"))
             out[note.path] = note
         return out
 
