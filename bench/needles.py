@@ -54,8 +54,8 @@ def main() -> int:
     v.close()
     took.sort()
     print(f"vault: {vault} ({len(v.notes)} notes); index {t_index:.1f} s")
-    print(f"| needles | hit 1 | missed | search p50 ms | p95 ms |")
-    print(f"|---|---|---|---|---|")
+    print("| needles | hit 1 | missed | search p50 ms | p95 ms |")
+    print("|---|---|---|---|---|")
     print(f"| {len(needles)} | {len(needles) - len(misses)} | {len(misses)} | {took[len(took) // 2]:.2f} | "
           f"{took[int(len(took) * 0.95)]:.2f} |")
     for q, want, got in misses[:10]:

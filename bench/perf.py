@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import signal
 import socket
@@ -28,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 

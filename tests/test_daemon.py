@@ -9,11 +9,9 @@ import subprocess
 import sys
 import time
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import wait_for
 
 
 def test_serves_the_vault(daemon):

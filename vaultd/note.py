@@ -73,9 +73,6 @@ def compact(note: "Note") -> "Note":
     return note
 
 
-NOTE_META_FIELDS = tuple(f for f in Note.__struct_fields__ if f != "body")
-"""Everything but the body: what the index stores per note and the daemon holds in memory."""
-
 
 class NoteHead(msgspec.Struct, kw_only=True):
     """What ranking and snippets need of a hit, decoded without its links (a big note has

@@ -28,7 +28,7 @@ def split_front_matter(lines: list[str]) -> int:
 
 
 class MarkdownFacts:
-    __slots__ = ("meta", "fm_lines", "headings", "tags", "first_heading", "problems")
+    __slots__ = ("meta", "fm_lines", "headings", "tags", "problems")
 
 
 def parse(text: str) -> MarkdownFacts:
@@ -65,7 +65,6 @@ def parse(text: str) -> MarkdownFacts:
         if "#" in line:
             tags.extend(_TAG.findall(_INLINE_CODE.sub("", line)))
     out.tags = dedupe(tags)
-    out.first_heading = next((h.text for h in out.headings if h.level == 1), None)
     return out
 
 
