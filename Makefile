@@ -22,7 +22,7 @@ index: $(BIN)/vaultd
 	$(BIN)/vaultd index --vault "$(VAULT)"
 
 bench: $(BIN)/vaultd
-	$(BIN)/python bench/perf.py
+	$(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
