@@ -194,3 +194,13 @@ def test_split_commands(make_daemon, tmp_path):
     assert op in vaultq("--socket", sock, "split", "--history").stdout
     assert vaultq("--socket", sock, "split", "--undo", op).stdout.startswith(f"undid {op}")
     assert vaultq("--socket", sock, "split").returncode == 2
+
+
+def test_only_the_asked_command_is_built_and_every_command_is_known():
+    from vaultd.vaultq import COMMANDS, _command, _parser
+
+    full = _parser()._subparsers._group_actions[0].choices
+    assert sorted(full) == sorted(COMMANDS)
+    assert list(_parser("read")._subparsers._group_actions[0].choices) == ["read"]
+    assert _command(["--socket", "search", "read", "x"]) == "read"
+    assert _command(["--help", "search"]) is None

@@ -19,16 +19,41 @@ from .render import context_item
 EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
 
 
-def _parser() -> argparse.ArgumentParser:
+COMMANDS = ("status", "search", "context", "changes", "backlinks", "links", "graph", "broken", "orphans", "tags",
+            "split", "read", "pin", "unpin", "pins", "hot", "recent")
+
+
+class _Skipped:
+    """Stands in for the subparser of a command not asked for: building all of them costs
+    more than the rest of a `vaultq search` together."""
+
+    def add_argument(self, *args, **kwargs) -> None:
+        pass
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command in `argv`, when nothing before it asks for help."""
+    for i, a in enumerate(argv):
+        if a in COMMANDS and (i == 0 or argv[i - 1] not in ("--socket", "--vault")):
+            return a
+        if a in ("-h", "--help") or a.startswith("-") and not a.startswith(("--socket", "--vault")):
+            return None
+    return None
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="vaultq", description="Query a running vaultd over its Unix socket.")
     p.add_argument("--socket", help="socket path (default: $VAULTD_SOCKET, else the daemon of the vault around the current folder, else the only one running)")
     p.add_argument("--vault", help="use the daemon of this vault")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    s = sub.add_parser("status", help="what the daemon is doing")
+    def add(name: str, **kwargs):
+        return subparsers.add_parser(name, **kwargs) if only in (None, name) else _Skipped()
+
+    s = add("status", help="what the daemon is doing")
     s.add_argument("--json", action="store_true", help="print JSON")
 
-    s = sub.add_parser("search", help="full-text search")
+    s = add("search", help="full-text search")
     s.add_argument("query", nargs="+", help="words to look for")
     s.add_argument("-n", "--limit", type=int, default=10, help="at most this many notes (default 10)")
     s.add_argument("--json", action="store_true", help="print the JSON result")
@@ -40,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--all", action="store_true", help="search the COLD archive too")
     s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
 
-    s = sub.add_parser("context", help="HOT notes and the best sections for QUERY, within a budget, with line ranges")
+    s = add("context", help="HOT notes and the best sections for QUERY, within a budget, with line ranges")
     s.add_argument("query", nargs="+")
     s.add_argument("--budget", type=int, default=2000, help="at most this much (default 2000)")
     s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
@@ -48,18 +73,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
     s.add_argument("--json", action="store_true", help="print JSON")
 
-    s = sub.add_parser("changes", help="notes added, changed, moved and deleted since generation G")
+    s = add("changes", help="notes added, changed, moved and deleted since generation G")
     s.add_argument("--since", type=int, required=True, metavar="G")
     s.add_argument("--json", action="store_true", help="print JSON")
 
     for name, helptext in (("backlinks", "links into NOTE, with the line each stands on"),
                            ("links", "links out of NOTE: where each leads, or why it is broken")):
-        s = sub.add_parser(name, help=helptext)
+        s = add(name, help=helptext)
         s.add_argument("note", metavar="NOTE", help="a path, Denote identifier, Org ID or note name")
         s.add_argument("--json", action="store_true", help="print JSON")
         s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
 
-    s = sub.add_parser("graph", help="notes around NOTE, both directions")
+    s = add("graph", help="notes around NOTE, both directions")
     s.add_argument("note", metavar="NOTE")
     s.add_argument("-d", "--depth", type=int, default=1, help="how many links away (1-5, default 1)")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -68,11 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     for name, helptext in (("broken", "every broken link, with the reason"),
                            ("orphans", "notes nothing links to and that link nowhere"),
                            ("tags", "each tag, its count and the tags that share notes with it")):
-        s = sub.add_parser(name, help=helptext)
+        s = add(name, help=helptext)
         s.add_argument("--json", action="store_true", help="print JSON")
         if name != "tags":
             s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
-    s = sub.add_parser("split", help="split an oversized note into a hub and parts (or list, history, undo)")
+    s = add("split", help="split an oversized note into a hub and parts (or list, history, undo)")
     s.add_argument("note", metavar="NOTE", nargs="?")
     s.add_argument("--dry-run", action="store_true", help="show the plan and a diff of every file; write nothing")
     s.add_argument("--list", action="store_true", help="notes over the threshold, growing ones, and those it cannot split")
@@ -81,20 +106,20 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="with --undo: even if files changed since")
     s.add_argument("--json", action="store_true", help="print JSON")
 
-    s = sub.add_parser("read", help="a note's text, or part of it (counts as an access)")
+    s = add("read", help="a note's text, or part of it (counts as an access)")
     s.add_argument("note", metavar="NOTE")
     s.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
     s.add_argument("--heading", metavar="H", help="only the section under heading H")
     s.add_argument("--json", action="store_true", help="print JSON")
     for name, helptext in (("pin", "keep NOTE in the HOT set"), ("unpin", "stop pinning NOTE")):
-        s = sub.add_parser(name, help=helptext)
+        s = add(name, help=helptext)
         s.add_argument("note", metavar="NOTE")
         s.add_argument("--json", action="store_true", help="print JSON")
     for name, helptext in (("pins", "pinned notes"), ("hot", "the HOT working set, with why each note is in it")):
-        s = sub.add_parser(name, help=helptext)
+        s = add(name, help=helptext)
         s.add_argument("--json", action="store_true", help="print JSON")
         s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
-    s = sub.add_parser("recent", help="notes changed in the last days")
+    s = add("recent", help="notes changed in the last days")
     s.add_argument("--days", type=float, default=7.0, help="how many days back (default 7)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
@@ -366,7 +391,8 @@ def _run(c: Client, args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(_command(argv)).parse_args(argv)
     try:
         with Client(_socket(args)) as c:
             return _run(c, args)
