@@ -3,6 +3,7 @@ turns dirty paths into one index commit, and answers queries."""
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import stat
@@ -21,7 +22,7 @@ from .config import Config
 from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
-from .index import NoteIndex, note_epoch
+from .index import NoteIndex, note_epoch, path_key
 from .note import Note, compact
 from .parse import decode, parse_file
 from .ranking import Plan, blend, plan, terms
@@ -48,6 +49,8 @@ class Vault:
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
         self.notes: dict[str, Note] = self.index.load_notes()
         """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
+        self._by_key = {path_key(p): n for p, n in self.notes.items()}
+        """The same notes by their index key; replaced with `notes`."""
         self.graph: Graph | None = None
         """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
         self._graph_ready = threading.Event()
@@ -147,9 +150,13 @@ class Vault:
         old_notes = self.notes
         notes = dict(old_notes)
         gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
+        by_key = dict(self._by_key)
+        for rel in gone:
+            by_key.pop(path_key(rel), None)
         for note in upserts:
             notes[note.path] = note
-        self.notes = notes
+            by_key[path_key(note.path)] = note
+        self.notes, self._by_key = notes, by_key
         if self.graph is not None:
             self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
         self.generation += 1
@@ -259,7 +266,7 @@ class Vault:
         p = plan(self.index.schema, self.index.searcher(), q, cfg)
         if p.query is None:
             return 0, [], p, False
-        total, found = self.index.search(p.query, max(limit, cfg.candidates))
+        total, found = self.index.search(p.query, max(limit, cfg.candidates), self._by_key)
         now = time.time()
         tiers = self.config.tiers
         graph = self.graph
@@ -268,8 +275,9 @@ class Vault:
             # Notes the words do not reach but links to them name that way: found by anchor text alone
             top = max((score for score, _ in found), default=1.0)
             seen = {n.path for _, n in found}
-            extra = sorted(((m, t) for t, m in anchors.items() if m >= 0.5 and t not in seen and t in self.notes),
-                           reverse=True)[: max(limit, 10)]
+            notes = self.notes
+            extra = heapq.nlargest(max(limit, 10), ((m, t) for t, m in anchors.items()
+                                                    if m >= 0.5 and t not in seen and t in notes))
             found += [(top * 0.5 * m, self.notes[t]) for m, t in extra]
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
