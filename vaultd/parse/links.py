@@ -14,11 +14,13 @@ from urllib.parse import unquote
 from ..note import Block, Link
 from .common import fence_step
 
-# [[target]] or [[target][description]] (Org), also Obsidian [[target|alias]] and ![[embed]]
-_BRACKET = re.compile(r"(!?)\[\[((?:[^\[\]\n\\]|\\.)+?)\](?:\[([^\n]*?)\])?\]")
+# [[target]] or [[target][description]] (Org), also Obsidian [[target|alias]] and ![[embed]].
+# The `!` of an embed is the character before the match (see _start): a pattern that
+# begins with a literal lets the regex engine skip straight to candidates.
+_BRACKET = re.compile(r"\[\[((?:[^\[\]\n\\]|\\.)+?)\](?:\[([^\n]*?)\])?\]")
 # [text](target "title") and ![alt](target)
 _MDLINK = re.compile(
-    r"(!?)\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"\[((?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
     r"\(\s*(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?\s*\)"
 )
 _OPEN_DESC = re.compile(r"\[\[[^\[\]\n]+\]\[[^\]\n]*$")  # an Org description that goes on next line
@@ -49,11 +51,21 @@ def _split_search(target: str) -> tuple[str, str]:
     return path, opt if sep else ""
 
 
-def _bracket_link(m: re.Match, lineno: int, org: bool) -> Link | None:
-    bang, desc = m.group(1), m.group(3) and m.group(3).replace("\n", " ")
-    target = m.group(2).replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
-    col = m.start() + 1
-    raw = m.group()
+def _start(masked: str, m: re.Match) -> int:
+    """Where a [[...]] or [...](...) match starts, counting the `!` of an embed before it."""
+    i = m.start()
+    return i - 1 if i and masked[i - 1] == "!" else i
+
+
+def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) -> Link | None:
+    """The link a _BRACKET match (found on the masked line) stands for, read from `line`."""
+    a, b = m.span(2)
+    desc = None if a < 0 else line[a:b].replace("\n", " ")
+    a, b = m.span(1)
+    target = line[a:b].replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
+    bang = start < m.start()
+    col = start + 1
+    raw = line[start : m.end()]
     if desc is not None or _SCHEME.match(target) or org:
         # Org syntax: [[type:path::search][description]]
         label = desc or ""
@@ -91,23 +103,25 @@ def _bracket_link(m: re.Match, lineno: int, org: bool) -> Link | None:
     return Link(line=lineno, col=col, raw=raw, kind=kind, target=name.strip(), anchor=anchor.strip(), label=alias.strip())
 
 
-def _md_link(m: re.Match, lineno: int) -> Link | None:
-    text, dest = m.group(2), m.group(3)
+def _md_link(line: str, m: re.Match, start: int, lineno: int) -> Link | None:
+    """The link an _MDLINK match (found on the masked line) stands for, read from `line`."""
+    text, dest = line[m.start(1) : m.end(1)], line[m.start(2) : m.end(2)]
     if dest.startswith("<"):
         dest = dest[1:-1]
     if not dest:
         return None
-    col = m.start() + 1
+    col = start + 1
+    raw = line[start : m.end()]
     if (_SCHEME.match(dest) or "://" in dest) and not dest.lower().startswith("file:"):
-        return Link(line=lineno, col=col, raw=m.group(), kind="url", target=dest, label=text)
+        return Link(line=lineno, col=col, raw=raw, kind="url", target=dest, label=text)
     if dest.lower().startswith("file:"):
         dest = dest[5:]
     path, _, anchor = dest.partition("#")
     path = unquote(path)
     anchor = unquote(anchor)
     if not path:
-        return Link(line=lineno, col=col, raw=m.group(), kind="internal", target="", anchor=anchor, label=text)
-    return Link(line=lineno, col=col, raw=m.group(), kind="md", target=path, anchor=anchor, label=text)
+        return Link(line=lineno, col=col, raw=raw, kind="internal", target="", anchor=anchor, label=text)
+    return Link(line=lineno, col=col, raw=raw, kind="md", target=path, anchor=anchor, label=text)
 
 
 def _label(link: Link) -> str:
@@ -125,33 +139,39 @@ def _label(link: Link) -> str:
 
 def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str = "") -> str:
     """Add the links of one line to `links`; return the line with links read as their labels.
-    `cont` is the next line, for an Org link whose description goes on there."""
+    `cont` is the next line, for an Org link whose description goes on there.
+
+    Each pattern runs only when its literal part ("[[", "](", "://") is in the line."""
     first = len(line)
     if cont:
         line = line + "\n" + cont
-    masked = line.replace("\n", " ")
+    masked = line.replace("\n", " ") if cont else line
     if ("=" in masked or "~" in masked) if org else "`" in masked:
         masked = _mask(masked, _ORG_VERBATIM if org else _MD_INLINE_CODE)
     found: list[tuple[int, int, Link]] = []
     taken: list[tuple[int, int]] = []
-    for m in _BRACKET.finditer(masked):
-        link = _bracket_link(_Same(m, line), lineno, org)
-        taken.append(m.span())
-        if link is not None:
-            found.append((m.start(), m.end(), link))
-    if not org:
-        for m in _MDLINK.finditer(masked):
-            if any(a <= m.start() < b for a, b in taken):
-                continue
-            link = _md_link(_Same(m, line), lineno)
-            taken.append(m.span())
+    if "[[" in masked:
+        for m in _BRACKET.finditer(masked):
+            start = _start(masked, m)
+            link = _bracket_link(line, m, start, lineno, org)
+            taken.append((start, m.end()))
             if link is not None:
-                found.append((m.start(), m.end(), link))
-    for m in _URL.finditer(masked):
-        if any(a <= m.start() < b for a, b in taken):
-            continue
-        url = m.group().rstrip(".,;:!?*_~")
-        found.append((m.start(), m.start() + len(url), Link(line=lineno, col=m.start() + 1, raw=url, kind="url", target=url)))
+                found.append((start, m.end(), link))
+    if not org and "](" in masked:
+        for m in _MDLINK.finditer(masked):
+            start = _start(masked, m)
+            if taken and any(a <= start < b for a, b in taken):
+                continue
+            link = _md_link(line, m, start, lineno)
+            taken.append((start, m.end()))
+            if link is not None:
+                found.append((start, m.end(), link))
+    if "://" in masked:
+        for m in _URL.finditer(masked):
+            if taken and any(a <= m.start() < b for a, b in taken):
+                continue
+            url = m.group().rstrip(".,;:!?*_~")
+            found.append((m.start(), m.start() + len(url), Link(line=lineno, col=m.start() + 1, raw=url, kind="url", target=url)))
     found = [f for f in found if f[0] < first]
     if not found:
         return line[:first]
@@ -165,30 +185,11 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     return "".join(out)
 
 
-class _Same:
-    """A match object over the original line for a match found on the masked one."""
-
-    __slots__ = ("_m", "_line")
-
-    def __init__(self, m: re.Match, line: str):
-        self._m, self._line = m, line
-
-    def group(self, i: int = 0):
-        a, b = self._m.span(i)
-        return None if a < 0 else self._line[a:b]
-
-    def start(self, i: int = 0) -> int:
-        return self._m.start(i)
-
-    def end(self, i: int = 0) -> int:
-        return self._m.end(i)
-
-    def span(self, i: int = 0):
-        return self._m.span(i)
-
-
 def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[Block], list[str]]:
-    """Links and block ids in `lines` (numbered from `first`), and the lines as body text."""
+    """Links and block ids in `lines` (numbered from `first`), and the lines as body text.
+
+    Most lines are plain prose: each test below is guarded by a substring that its
+    pattern cannot match without, so such lines cost a few `in` checks."""
     links: list[Link] = []
     blocks: list[Block] = []
     body: list[str] = []
@@ -198,44 +199,49 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
     for n, line in enumerate(lines, start=first):
         if org:
             if org_block is not None:
-                if re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
+                if "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
                     org_block = None
                 body.append(line)
                 continue
-            bm = _ORG_BLOCK.match(line)
-            if bm:
-                org_block = bm.group(1)
-                body.append(line)
-                continue
-            if line.lstrip().startswith(": ") or line.strip() == ":":
-                body.append(line)
-                continue
-            if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
-                km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
-                body.append(km.group(1) if km and km.group(1) else "")
-                continue
+            if "#+" in line:
+                bm = _ORG_BLOCK.match(line)
+                if bm:
+                    org_block = bm.group(1)
+                    body.append(line)
+                    continue
+            if ":" in line:
+                if line.lstrip().startswith(": ") or line.strip() == ":":
+                    body.append(line)
+                    continue
+                if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
+                    km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
+                    body.append(km.group(1) if km and km.group(1) else "")
+                    continue
             if "[" not in line and "://" not in line:
                 if "<<" in line:
                     blocks.extend(Block(t.group(1).strip(), n) for t in _ORG_TARGET.finditer(line))
                 body.append(line)
                 continue
-            for t in _ORG_TARGET.finditer(line):
-                blocks.append(Block(t.group(1).strip(), n))
+            if "<<" in line:
+                for t in _ORG_TARGET.finditer(line):
+                    blocks.append(Block(t.group(1).strip(), n))
             i = n - first
             cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
             body.append(_scan_line(line, n, True, links, cont))
             continue
-        is_fence, fence = fence_step(line, fence)
-        if is_fence or fence is not None:
-            body.append(line)
-            continue
+        if fence is not None or "```" in line or "~~~" in line:
+            is_fence, fence = fence_step(line, fence)
+            if is_fence or fence is not None:
+                body.append(line)
+                continue
         blank = not line.strip()
         if line.startswith(("    ", "\t")) and prev_blank and not in_list and not _LIST_ITEM.match(line):
             body.append(line)  # indented code block
             prev_blank = blank
             continue
         if not blank:
-            in_list = bool(_LIST_ITEM.match(line)) or (in_list and line[:1] in " \t")
+            # a line that starts with a letter is no list item
+            in_list = (not line[0].isalpha() and _LIST_ITEM.match(line) is not None) or (in_list and line[:1] in " \t")
         prev_blank = blank
         if "^" in line:
             bid = _MD_BLOCK_ID.search(line)
