@@ -19,6 +19,7 @@ import math
 import os
 import posixpath
 import re
+import sys
 import threading
 import unicodedata
 from collections import Counter, defaultdict
@@ -43,7 +44,7 @@ NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
 )
 
 
-class Dest(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Dest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     """Where a link leads. Shared by every link that resolves alike."""
 
     target: str | None = None
@@ -106,12 +107,11 @@ class Graph:
         self._lock = threading.RLock()
         self._terms = terms
         self._anchor_text: dict[str, Counter[str]] = defaultdict(Counter)  # term -> target -> labels using it
-        self._src_anchor: dict[str, list[tuple[str, str]]] = {}
+        self._src_anchor: dict[str, tuple[str, ...]] = {}  # src -> (term, target, term, target, ...)
         self.notes: dict[str, Note] = {}
         self._out: dict[str, list[Dest]] = {}  # parallel to note.links
         self._back: dict[str, dict[str, list[int]]] = defaultdict(dict)  # target -> source -> link indices
-        self._deps: dict[str, set[str]] = defaultdict(set)
-        self._src_deps: dict[str, set[str]] = {}
+        self._src_deps: dict[str, tuple[str, ...]] = {}  # src -> the lookup keys its links depend on
         self._anchor_index: dict[str, _Anchors] = {}
         self._by_path: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = defaultdict(list)
@@ -146,8 +146,8 @@ class Graph:
                 self._anchor_index.pop(p, None)
                 self._index(after)
             self.notes = notes
-            for k in touched:
-                redo.update(self._deps.get(k, ()))
+            if touched:  # a scan, not a reverse index: that costs a big vault ~100 MB to save milliseconds
+                redo.update(src for src, deps in self._src_deps.items() if not touched.isdisjoint(deps))
             for src in removed:
                 self._drop(src)
             redo -= removed
@@ -168,7 +168,7 @@ class Graph:
                     ck = (kind, link.target, link.anchor, link.label, src if kind == "internal" else folder)
                     hit = cache.get(ck)
                     if hit is None:
-                        hit = cache[ck] = (self.resolve(note, link, folder), _deps(link))
+                        hit = cache[ck] = (self.resolve(note, link, folder), list(map(sys.intern, _deps(link))))
                     d, dk = hit
                     dests.append(d)
                     deps.update(dk)
@@ -178,20 +178,19 @@ class Graph:
                 self._out[src] = dests
                 if self._terms is not None:
                     self._add_anchor_text(src, note, dests)
-                self._src_deps[src] = deps
-                for k in deps:
-                    self._deps[k].add(src)
+                self._src_deps[src] = tuple(deps)
 
     def _add_anchor_text(self, src: str, note: Note, dests: list[Dest]) -> None:
         """What other notes call a note (the labels of links to it) is searchable for it."""
-        pairs = []
+        pairs: list[str] = []
         for link, d in zip(note.links, dests):
             if link.label and d.target is not None and d.target != src and link.kind != "url":
                 for t in set(self._terms(link.label)):
+                    t = sys.intern(t)
                     self._anchor_text[t][d.target] += 1
-                    pairs.append((t, d.target))
+                    pairs += (t, d.target)
         if pairs:
-            self._src_anchor[src] = pairs
+            self._src_anchor[src] = tuple(pairs)
 
     def anchor_match(self, terms: list[str]) -> dict[str, float]:
         """For each note some link label names with these terms: the idf-weighted share of the
@@ -207,15 +206,15 @@ class Graph:
             return out
 
     def _drop(self, src: str) -> None:
-        for t, target in self._src_anchor.pop(src, ()):
+        pairs = self._src_anchor.pop(src, ())
+        for t, target in zip(pairs[::2], pairs[1::2]):
             c = self._anchor_text[t]
             c[target] -= 1
             if c[target] <= 0:
                 del c[target]
                 if not c:
                     del self._anchor_text[t]
-        for k in self._src_deps.pop(src, ()):
-            self._deps[k].discard(src)
+        self._src_deps.pop(src, None)
         for d in self._out.pop(src, ()):
             if d.target is not None:
                 self._back.get(d.target, {}).pop(src, None)
