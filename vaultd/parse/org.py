@@ -5,6 +5,18 @@ from __future__ import annotations
 import re
 
 import orgparse
+from orgparse.date import OrgDate
+from orgparse.inline import to_plain_text
+from orgparse.node import (
+    lines_to_chunks,
+    parse_comment,
+    parse_heading_level,
+    parse_heading_priority,
+    parse_heading_tags,
+    parse_heading_todos,
+    parse_property,
+    parse_seq_todo,
+)
 
 from ..note import Heading
 from .common import github_slug
@@ -19,6 +31,7 @@ _NODE_HEADER = re.compile(r"^\*+ ")  # orgparse's own heading test
 # alternative starts with a literal, which keeps the search fast.
 _ORGPARSE_LINE = re.compile(r"#\+|:(?:PROPERTIES|END):|CLOCK:|-\d\d-\d\d")
 _DRAWER_LINE = re.compile(r"\s*:")  # property lines (orgparse: `^\s*:(.*?):`)
+_DATE_HINT = re.compile(r"CLOCK:|-\d\d-\d\d")  # no orgparse date or clock without one
 
 
 class OrgFacts:
@@ -36,15 +49,21 @@ def parse(text: str) -> OrgFacts:
     out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
     try:
         lines, numbers = _orgparse_lines(text)
-        root = orgparse.loadi(lines, filename="<string>")
-        if root.properties.get("ID"):
-            out.uuids.append(str(root.properties["ID"]))
-        for node in root[1:]:
-            title = _STATS.sub("", node.heading).strip()
-            props = node.properties
+        try:
+            nodes = _read_plain(lines)
+        except Exception:  # orgparse itself says what is wrong, as it would have
+            nodes = None
+        if nodes is None:
+            root = orgparse.loadi(lines, filename="<string>")
+            nodes = [(node.level, node.heading, node.linenumber, node.properties) for node in root]
+        root_props = nodes[0][3]
+        if root_props.get("ID"):
+            out.uuids.append(str(root_props["ID"]))
+        for level, heading, linenumber, props in nodes[1:]:
+            title = _STATS.sub("", heading).strip()
             anchor = str(props.get("CUSTOM_ID") or "") or github_slug(title)
-            line = numbers[node.linenumber - 1]
-            out.headings.append(Heading(node.level, title, line, anchor))
+            line = numbers[linenumber - 1]
+            out.headings.append(Heading(level, title, line, anchor))
             if props.get("ID"):
                 out.uuids.append(str(props["ID"]))
                 out.id_lines.append((str(props["ID"]), line))
@@ -75,6 +94,68 @@ def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
             numbers.append(n)
         after_heading = heading
     return lines, numbers
+
+
+Node = tuple[int, str, int, dict]
+"""What we read of an orgparse node: level, plain heading, first line (1-based), properties."""
+
+
+def _read_plain(lines: list[str]) -> list[Node] | None:
+    """The nodes `orgparse.loadi(lines)` would give, root first, read with orgparse's own
+    line parsers but without building its date objects, which cost more than the rest.
+
+    Only for files whose headings and sections hold no timestamp or clock (the root may:
+    its timestamps are parsed, so an impossible date still raises); None otherwise. As in
+    orgparse, #+TODO keywords anywhere apply to every heading.
+    """
+    chunks = list(lines_to_chunks(lines))
+    if any(_DATE_HINT.search(line) for chunk in chunks[1:] for line in chunk):
+        return None
+    for line in chunks[0]:
+        if _DATE_HINT.search(line):
+            OrgDate.list_from_str(line)
+    todos, dones, default = ["TODO"], ["DONE"], True
+    for chunk in chunks:
+        comments: dict[str, list[str]] = {}
+        for parsed in map(parse_comment, (line for line in chunk if "#+" in line)):
+            if parsed:
+                comments.setdefault(parsed[0].upper(), []).extend(parsed[1])
+        for key in ("TODO", "SEQ_TODO", "TYP_TODO"):
+            for value in comments.get(key, []):
+                if default:  # the first one replaces orgparse's TODO/DONE
+                    todos, dones, default = [], [], False
+                more_todos, more_dones = parse_seq_todo(value)
+                todos += more_todos
+                dones += more_dones
+    nodes: list[Node] = [(0, "", 1, _properties(chunks[0]))]
+    linenumber = 1 + len(chunks[0])
+    for chunk in chunks[1:]:
+        heading, level = chunk[0], None
+        stars = parse_heading_level(heading)
+        if stars is not None:
+            heading, level = stars
+        heading = parse_heading_tags(heading)[0]
+        heading = parse_heading_todos(heading, todos + dones)[0]
+        heading = parse_heading_priority(heading)[0]
+        nodes.append((level, to_plain_text(heading), linenumber, _properties(chunk[1:])))
+        linenumber += len(chunk)
+    return nodes
+
+
+def _properties(lines: list[str]) -> dict:
+    """The first :PROPERTIES: drawer in `lines`, read as orgparse reads it."""
+    props = {}
+    in_drawer = False
+    for line in lines:
+        if in_drawer:
+            if line.find(":END:") >= 0:
+                break
+            key, value = parse_property(line)
+            if key is not None and value is not None:
+                props[key] = value
+        elif line.find(":PROPERTIES:") >= 0:
+            in_drawer = True
+    return props
 
 
 def filetags(value: str | None) -> list[str]:
