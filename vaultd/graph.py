@@ -15,6 +15,7 @@ PDFs) and URLs are kept but are not edges.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import posixpath
@@ -24,10 +25,11 @@ import threading
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import msgspec
 
-from .note import ID_ANCHOR, Link, Note
+from .note import ID_ANCHOR, Link, Note, links_of
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(
@@ -77,6 +79,7 @@ def key(s: str) -> str:
     return s.lower() if s.isascii() else unicodedata.normalize("NFC", s).casefold()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # heading names repeat: 527,000 headings, 66,000 names
 def loose(s: str) -> str:
     """A slug that both GitHub's and Obsidian's anchors reduce to."""
     return _LOOSE.sub("-", key(s)).strip("-")
@@ -110,7 +113,8 @@ class Graph:
         self._src_anchor: dict[str, tuple[str, ...]] = {}  # src -> (term, target, term, target, ...)
         self.notes: dict[str, Note] = {}
         self._out: dict[str, list[Dest]] = {}  # parallel to note.links
-        self._back: dict[str, dict[str, list[int]]] = defaultdict(dict)  # target -> source -> link indices
+        self._back: dict[str, set[str]] = defaultdict(set)  # target -> the sources linking to it
+        self._plain: dict[str, Dest] = {}  # target -> the one Dest(target) every plain link to it shares
         self._src_deps: dict[str, tuple[str, ...]] = {}  # src -> the lookup keys its links depend on
         self._anchor_index: dict[str, _Anchors] = {}
         self._by_path: dict[str, str] = {}
@@ -133,7 +137,7 @@ class Graph:
                     touched.update(_keys(old[p]))
                     self._unindex(old[p])
                 redo.update(self._back.get(p, ()))
-                self._anchor_index.pop(p, None)
+                self._plain.pop(p, None)
             for p in changed:
                 before, after = old.get(p), notes[p]
                 if before is None:
@@ -143,7 +147,6 @@ class Graph:
                     self._unindex(before)
                     if before.headings != after.headings or before.blocks != after.blocks:
                         redo.update(self._back.get(p, ()))  # links into it may now hit or miss
-                self._anchor_index.pop(p, None)
                 self._index(after)
             self.notes = notes
             if touched:  # a scan, not a reverse index: that costs a big vault ~100 MB to save milliseconds
@@ -151,39 +154,51 @@ class Graph:
             for src in removed:
                 self._drop(src)
             redo -= removed
-            cache: dict[tuple, tuple[Dest, list[str]]] = {}
+            # Links alike resolve alike within a folder: one cache per folder, sources taken
+            # folder by folder, so a full build never holds every link's resolution at once.
+            cache: dict[tuple, Dest] = {}
+            dep_cache: dict[tuple, tuple[str, ...]] = {}
             back = self._back
-            for src in redo:
+            cache_folder = None
+            for folder, src in sorted((posixpath.dirname(p), p) for p in redo):
                 self._drop(src)
                 note = notes.get(src)
                 if note is None:
                     continue
-                folder = posixpath.dirname(src)
+                if folder != cache_folder:
+                    cache.clear()
+                    cache_folder = folder
                 dests, deps = [], set()
-                for i, link in enumerate(note.links):
+                links = links_of(note)
+                for link in links:
                     kind = link.kind
                     if kind == "url":
                         dests.append(NOWHERE)
                         continue
                     ck = (kind, link.target, link.anchor, link.label, src if kind == "internal" else folder)
-                    hit = cache.get(ck)
-                    if hit is None:
-                        hit = cache[ck] = (self.resolve(note, link, folder), list(map(sys.intern, _deps(link))))
-                    d, dk = hit
+                    d = cache.get(ck)
+                    if d is None:
+                        d = cache[ck] = self._shared(self.resolve(note, link, folder))
+                    dk = ck[:2] + ck[3:4]
+                    if (ds := dep_cache.get(dk)) is None:
+                        ds = dep_cache[dk] = tuple(map(sys.intern, _deps(link)))
                     dests.append(d)
-                    deps.update(dk)
+                    deps.update(ds)
                     t = d.target
                     if t is not None and t != src:
-                        back[t].setdefault(src, []).append(i)
+                        back[t].add(src)
                 self._out[src] = dests
                 if self._terms is not None:
-                    self._add_anchor_text(src, note, dests)
+                    self._add_anchor_text(src, links, dests)
                 self._src_deps[src] = tuple(deps)
+            # Headings by every form a link names them in: kept for this batch only (a big
+            # vault's would hold every heading of every note several times over).
+            self._anchor_index.clear()
 
-    def _add_anchor_text(self, src: str, note: Note, dests: list[Dest]) -> None:
+    def _add_anchor_text(self, src: str, links: list[Link], dests: list[Dest]) -> None:
         """What other notes call a note (the labels of links to it) is searchable for it."""
         pairs: list[str] = []
-        for link, d in zip(note.links, dests):
+        for link, d in zip(links, dests):
             if link.label and d.target is not None and d.target != src and link.kind != "url":
                 for t in set(self._terms(link.label)):
                     t = sys.intern(t)
@@ -217,7 +232,7 @@ class Graph:
         self._src_deps.pop(src, None)
         for d in self._out.pop(src, ()):
             if d.target is not None:
-                self._back.get(d.target, {}).pop(src, None)
+                self._back.get(d.target, set()).discard(src)
 
     def _index(self, n: Note) -> None:
         self._by_path[key(n.path)] = n.path
@@ -379,6 +394,12 @@ class Graph:
             return NOWHERE
         return Dest(broken=NO_NOTE)
 
+    def _shared(self, d: Dest) -> Dest:
+        """A plain link's destination, one object per target: a big vault has half a million links."""
+        if d.target is None or d.line is not None or d.broken is not None:
+            return d
+        return self._plain.setdefault(d.target, d)
+
     def _anchors(self, note: Note) -> "_Anchors":
         a = self._anchor_index.get(note.path)
         if a is None:
@@ -419,7 +440,7 @@ class Graph:
         """Every link written in `path`, with where it leads."""
         with self._lock:
             note = self.notes.get(path)
-            return [Resolved(l, d) for l, d in zip(note.links, self._out.get(path, ()))] if note else []
+            return [Resolved(l, d) for l, d in zip(links_of(note), self._out.get(path, ()))] if note else []
 
     def edges(self, path: str) -> set[str]:
         """Notes `path` links to (resolved, not itself)."""
@@ -433,8 +454,7 @@ class Graph:
 
     def backlinks(self, path: str) -> list[tuple[str, Resolved]]:
         with self._lock:
-            items = [(s, Resolved(self.notes[s].links[i], self._out[s][i]))
-                     for s, idx in self._back.get(path, {}).items() for i in idx]
+            items = self._resolved(self._back.get(path, ()), lambda d: d.target == path)
         return sorted(items, key=lambda t: (t[0], t[1].link.line, t[1].link.col))
 
     def sources(self, path: str) -> set[str]:
@@ -443,8 +463,18 @@ class Graph:
 
     def broken(self) -> list[tuple[str, Resolved]]:
         with self._lock:
-            return [(src, Resolved(self.notes[src].links[i], d)) for src in sorted(self._out)
-                    for i, d in enumerate(self._out[src]) if d.broken]
+            return self._resolved(sorted(self._out), lambda d: d.broken)
+
+    def _resolved(self, sources: Iterable[str], want: Callable[[Dest], Any]) -> list[tuple[str, Resolved]]:
+        """(source, link and destination) of the links of `sources` whose destination is wanted;
+        a source's links are decoded only when it has one."""
+        out = []
+        for src in sources:
+            hits = [(i, d) for i, d in enumerate(self._out[src]) if want(d)]
+            if hits:
+                links = links_of(self.notes[src])
+                out += [(src, Resolved(links[i], d)) for i, d in hits]
+        return out
 
     def count(self) -> tuple[int, int]:
         """(links, broken links)."""

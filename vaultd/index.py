@@ -25,7 +25,7 @@ import msgspec
 import tantivy
 
 from .errors import IndexLocked
-from .note import Note, NoteHead
+from .note import Note, NoteHead, StoredNote, compact
 
 logger = logging.getLogger("vaultd.index")
 
@@ -35,7 +35,7 @@ SCHEMA_VERSION = 6
 CJK_RUN = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 _meta_encoder = msgspec.msgpack.Encoder()
-_meta_decoder = msgspec.msgpack.Decoder(Note)
+_meta_decoder = msgspec.msgpack.Decoder(StoredNote)
 _head_decoder = msgspec.msgpack.Decoder(NoteHead)
 
 
@@ -166,7 +166,7 @@ class NoteIndex:
             return {}
         out = {}
         for _, addr in s.search(tantivy.Query.all_query(), limit=n, count=False).hits:
-            note = _meta_decoder.decode(s.doc(addr).get_first("meta"))
+            note = compact(_meta_decoder.decode(s.doc(addr).get_first("meta")))
             out[note.path] = note
         return out
 

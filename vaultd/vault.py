@@ -98,8 +98,6 @@ class Vault:
         if graph and self.graph is None:
             with self._apply_lock:
                 t = time.perf_counter()
-                for n in self.notes.values():  # after answering, before the graph reuses what it frees
-                    compact(n)
                 self.graph = Graph(self.notes, terms)
                 self._graph_ready.set()
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
@@ -141,7 +139,7 @@ class Vault:
                         batch.delete(rel)
                 elif note is not False:
                     batch.add(note)
-                    upserts.append(compact(msgspec.structs.replace(note, body="")))
+                    upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
                 batch.delete(rel)
