@@ -190,45 +190,57 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
 
     Most lines are plain prose: each test below is guarded by a substring that its
     pattern cannot match without, so such lines cost a few `in` checks."""
+    if org:
+        return _extract_org(lines, first)
+    return _extract_md(lines, first)
+
+
+def _extract_org(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
+    links: list[Link] = []
+    blocks: list[Block] = []
+    body: list[str] = []
+    org_block: str | None = None
+    for n, line in enumerate(lines, start=first):
+        if not line:
+            body.append(line)
+            continue
+        if org_block is not None:
+            if "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
+                org_block = None
+            body.append(line)
+            continue
+        if "#+" in line:
+            bm = _ORG_BLOCK.match(line)
+            if bm:
+                org_block = bm.group(1)
+                body.append(line)
+                continue
+        if ":" in line:
+            if line.lstrip().startswith(": ") or line.strip() == ":":
+                body.append(line)
+                continue
+            if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
+                km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
+                body.append(km.group(1) if km and km.group(1) else "")
+                continue
+        if "<<" in line:
+            blocks.extend(Block(t.group(1).strip(), n) for t in _ORG_TARGET.finditer(line))
+        if "[" not in line and "://" not in line:
+            body.append(line)
+            continue
+        i = n - first
+        cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
+        body.append(_scan_line(line, n, True, links, cont))
+    return links, blocks, body
+
+
+def _extract_md(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
     links: list[Link] = []
     blocks: list[Block] = []
     body: list[str] = []
     fence: tuple[str, int] | None = None
-    org_block: str | None = None
     prev_blank, in_list = True, False
     for n, line in enumerate(lines, start=first):
-        if org:
-            if org_block is not None:
-                if "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
-                    org_block = None
-                body.append(line)
-                continue
-            if "#+" in line:
-                bm = _ORG_BLOCK.match(line)
-                if bm:
-                    org_block = bm.group(1)
-                    body.append(line)
-                    continue
-            if ":" in line:
-                if line.lstrip().startswith(": ") or line.strip() == ":":
-                    body.append(line)
-                    continue
-                if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
-                    km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
-                    body.append(km.group(1) if km and km.group(1) else "")
-                    continue
-            if "[" not in line and "://" not in line:
-                if "<<" in line:
-                    blocks.extend(Block(t.group(1).strip(), n) for t in _ORG_TARGET.finditer(line))
-                body.append(line)
-                continue
-            if "<<" in line:
-                for t in _ORG_TARGET.finditer(line):
-                    blocks.append(Block(t.group(1).strip(), n))
-            i = n - first
-            cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
-            body.append(_scan_line(line, n, True, links, cont))
-            continue
         if fence is not None or "```" in line or "~~~" in line:
             is_fence, fence = fence_step(line, fence)
             if is_fence or fence is not None:

@@ -14,7 +14,8 @@ from .common import dedupe, fence_step, github_slug, split_tags
 _ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _HEADING_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-_TAG = re.compile(r"(?:^|(?<=\s))#([\w/-]*[^\W\d_][\w/-]*)")
+# `#` first, then "not after a non-space": a literal start keeps the search fast
+_TAG = re.compile(r"#(?<!\S#)([\w/-]*[^\W\d_][\w/-]*)")
 
 
 def split_front_matter(lines: list[str]) -> int:
@@ -49,6 +50,8 @@ def parse(text: str) -> MarkdownFacts:
     tags: list[str] = []
     fence = None
     for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
+        if "#" not in line and fence is None and "```" not in line and "~~~" not in line:
+            continue  # neither heading, tag nor fence: the common case, kept cheap
         is_fence, fence = fence_step(line, fence)
         if is_fence:
             continue

@@ -21,7 +21,9 @@ from orgparse.node import (
 from ..note import Heading
 from .common import github_slug
 
-_KEYWORD = re.compile(r"^[ \t]*#\+(\w+):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+# #+KEY: value, counted only at the start of a line (after spaces or tabs; see parse):
+# a pattern that starts with a literal is found much faster than one anchored at ^.
+_KEYWORD = re.compile(r"#\+(\w+):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 _HEADING = re.compile(r"^(\*+)[ \t]+(.*)$", re.MULTILINE)
 _STATS = re.compile(r"\s*\[\d*(?:%|/\d*)\]")
 _NODE_HEADER = re.compile(r"^\*+ ")  # orgparse's own heading test
@@ -43,7 +45,9 @@ def parse(text: str) -> OrgFacts:
     out.problems = []
     out.keywords = {}
     for m in _KEYWORD.finditer(text):
-        out.keywords.setdefault(m.group(1).lower(), m.group(2))
+        start = m.start()
+        if not text[text.rfind("\n", 0, start) + 1 : start].strip(" \t"):
+            out.keywords.setdefault(m.group(1).lower(), m.group(2))
     out.headings = []
     out.uuids = []
     out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
@@ -88,7 +92,13 @@ def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
     numbers: list[int] = []
     after_heading = False
     for n, line in enumerate(text.splitlines(), 1):
-        heading = line[:1] == "*" and _NODE_HEADER.match(line) is not None
+        if not line:  # blank: kept only after a heading
+            if after_heading:
+                lines.append(line)
+                numbers.append(n)
+            after_heading = False
+            continue
+        heading = line[0] == "*" and _NODE_HEADER.match(line) is not None
         if heading or after_heading or _ORGPARSE_LINE.search(line) or _DRAWER_LINE.match(line):
             lines.append(line)
             numbers.append(n)
@@ -109,7 +119,7 @@ def _read_plain(lines: list[str]) -> list[Node] | None:
     orgparse, #+TODO keywords anywhere apply to every heading.
     """
     chunks = list(lines_to_chunks(lines))
-    if any(_DATE_HINT.search(line) for chunk in chunks[1:] for line in chunk):
+    if _DATE_HINT.search("\n".join(lines[len(chunks[0]) :])):
         return None
     for line in chunks[0]:
         if _DATE_HINT.search(line):
