@@ -4,7 +4,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vaultd.config import Config
+import msgspec
+
+from vaultd.config import Config, Index
 from vaultd.errors import IndexLocked
 from vaultd.index import SCHEMA_VERSION
 from vaultd.vault import Vault
@@ -115,3 +117,31 @@ def test_anchor_text_finds_a_note_by_what_links_call_it(v):
     # `[[Deep work|몰입]]` in the 가치관 note: Deep work itself never says 몰입
     assert "notes/Deep work.md" in paths(v, "몰입")
     assert "notes/Deep work.md" not in paths(v, "몰입 path:journal")
+
+
+def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_path):
+    from vaultd import workers
+
+    (vault / "bulk").mkdir()
+    for i in range(workers.POOL_MIN + 30):  # past the threshold: the pool is used
+        if i % 3 == 0:
+            (vault / f"bulk/n{i}.org").write_text(f"#+title: Org {i}\n* Head {i}\nwork item {i} [[file:n{i + 1}.md]]\n")
+        else:
+            (vault / f"bulk/n{i}.md").write_text(f"---\ntags: [bulk]\n---\n# Note {i}\n\nwork item {i} [md](n{i + 1}.md)\n")
+    (vault / "bulk/bad.md").write_bytes(b"---\ntitle: [unclosed\n---\n\xff\xfe caf\xe9 work\n")
+    on_disk = len(list(vault.rglob("*.md"))) + len(list(vault.rglob("*.org")))
+    tables = []
+    for n in (1, 2):
+        cfg = Config(vault=str(vault), state_dir=str(tmp_path / f"st{n}"), index=Index(workers=n)).load()
+        v = Vault(cfg)
+        try:
+            v.reconcile()
+            assert v.parsed == on_disk
+            assert paths(v, "item 101")[0] == "bulk/n101.md"
+            assert [b["path"] for b in v.backlinks("bulk/n101.md")["backlinks"]] == ["bulk/n100.md"]
+            assert [b["path"] for b in v.backlinks("bulk/n103.md")["backlinks"]] == ["bulk/n102.org"]
+            assert v.notes["bulk/bad.md"].problems
+            tables.append({p: msgspec.msgpack.encode(note) for p, note in v.notes.items()})
+        finally:
+            v.close()
+    assert tables[0] == tables[1]

@@ -37,6 +37,8 @@ class Index(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Tantivy writer heap, shared by its threads (at least 15 MB per thread)."""
     max_file_mb: int = 20
     """Text past this many MB of a file is not indexed (the note is, with a problem noted)."""
+    workers: int = 0
+    """Processes parsing big batches (a first index, a rescan): 0 = one per core, 1 = none."""
 
 
 class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -141,6 +143,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             ("watch.max_delay_ms", w.max_delay_ms, 1),
             ("index.heap_mb", i.heap_mb, 15),
             ("index.max_file_mb", i.max_file_mb, 1),
+            ("index.workers", i.workers, 0),
             ("search.limit", self.search.limit, 1),
             ("search.candidates", self.search.candidates, 1),
             ("tiers.hot_max", self.tiers.hot_max, 1),

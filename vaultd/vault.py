@@ -24,12 +24,13 @@ from .filters import NoteFilter
 from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch, path_key
 from .note import Note, compact
-from .parse import decode, parse_file
+from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .snippets import Matcher, best_lines
 from .state import StateStore
 from .tiers import hot, is_cold
+from .workers import parse_many, workers_for
 
 logger = logging.getLogger("vaultd.vault")
 
@@ -127,19 +128,32 @@ class Vault:
                 files[rel] = None
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
         deletes: list[str] = []
-        max_bytes = self.config.index.max_file_mb << 20
+        to_parse: list[tuple[str, int]] = []
+        for rel, st in files.items():
+            st = self._stat(rel, st)
+            if st is None:
+                if rel in self.notes:
+                    deletes.append(rel)
+            elif st is not False:
+                to_parse.append((rel, st.st_mtime_ns))
+        parsed = parse_many(str(self.root), to_parse, self.config.index.max_file_mb << 20,
+                            workers_for(self.config.index.workers))
         with self.index.batch() as batch:
-            for done, (rel, st) in enumerate(files.items(), 1):
+            for rel in deletes:
+                batch.delete(rel)
+            for done, (rel, note) in enumerate(parsed, len(files) - len(to_parse) + 1):
                 if progress:
                     progress(done, len(files))
-                note = self._read(rel, st, max_bytes)
                 if note is None:
                     if rel in self.notes:
                         deletes.append(rel)
                         batch.delete(rel)
-                elif note is not False:
-                    batch.add(note)
-                    upserts.append(compact(note))
+                    continue
+                self.parsed += 1
+                for problem in note.problems:
+                    logger.warning("%s: %s", rel, problem)
+                batch.add(note)
+                upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
                 batch.delete(rel)
@@ -229,30 +243,19 @@ class Vault:
                     out.append(old)
         return out
 
-    def _read(self, rel: str, st: os.stat_result | None, max_bytes: int) -> Note | None | bool:
-        """The parsed note at `rel`; None when it is gone (or not a note); False when unchanged."""
-        path = self.root / rel
+    def _stat(self, rel: str, st: os.stat_result | None) -> os.stat_result | None | bool:
+        """`rel`'s stat when it needs parsing; None when it is gone (or not a note); False when unchanged."""
         try:
-            if st is None:
-                st = os.lstat(path)
-            if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
-                return None
-            old = self.notes.get(rel)
-            if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
-                logger.debug("unchanged: %s", rel)
-                return False
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+            st = st or os.lstat(self.root / rel)
+        except OSError:
             return None
-        except OSError as e:
-            logger.warning("cannot read %s: %s", rel, e.strerror)
+        if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
             return None
-        self.parsed += 1
-        note = parse_file(rel, data, max_bytes=max_bytes, mtime_ns=st.st_mtime_ns)
-        for p in note.problems:
-            logger.warning("%s: %s", rel, p)
-        return note
+        old = self.notes.get(rel)
+        if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+            logger.debug("unchanged: %s", rel)
+            return False
+        return st
 
     # -- query ------------------------------------------------------------------
 

@@ -1,0 +1,87 @@
+"""Reading and parsing many files at once, in worker processes.
+
+A full index is bounded by parsing, which is pure Python: worker processes (one per
+core) parse while the main process feeds Tantivy. Small batches, the daily case, parse
+inline: a pool costs more to start than a few files take.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+
+import msgspec
+
+from .note import Note
+from .parse import parse_file
+
+logger = logging.getLogger("vaultd.workers")
+
+POOL_MIN = 200
+"""Fewer files than this parse inline."""
+CHUNK = 16
+"""Files per task: enough to amortise the round trip, few enough to stream."""
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(Note)
+
+Parsed = tuple[str, Note | None]
+"""(path, its note), or (path, None) when it could not be read (gone, or an OS error, logged)."""
+
+
+def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | None:
+    try:
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        logger.warning("cannot read %s: %s", rel, e.strerror)
+        return None
+    return parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
+
+
+def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int) -> list[tuple[str, bytes | None]]:
+    out = []
+    for rel, mtime_ns in items:
+        note = read_parse(root, rel, mtime_ns, max_bytes)
+        out.append((rel, None if note is None else _encoder.encode(note)))
+    return out
+
+
+def workers_for(setting: int) -> int:
+    """`index.workers`: 0 means one per core (processes; 1 means parse in the daemon itself)."""
+    return setting if setting > 0 else (os.cpu_count() or 1)
+
+
+def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers: int) -> Iterator[Parsed]:
+    """Each (path, mtime_ns) of `items` read and parsed, in order. At most a few chunks per
+    worker are in flight, so parsed bodies never pile up ahead of the index."""
+    if workers <= 1 or len(items) < POOL_MIN:
+        for rel, mtime_ns in items:
+            yield rel, read_parse(root, rel, mtime_ns, max_bytes)
+        return
+    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    done = 0
+    try:
+        # spawn, not fork: the daemon has threads (watcher, server) a fork would copy mid-step
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            pending = deque(pool.submit(_chunk, root, c, max_bytes) for c in chunks[: workers * 4])
+            queued = len(pending)
+            while pending:
+                for rel, data in pending.popleft().result():
+                    yield rel, None if data is None else _decoder.decode(data)
+                done += 1
+                if queued < len(chunks):
+                    pending.append(pool.submit(_chunk, root, chunks[queued], max_bytes))
+                    queued += 1
+    except BrokenProcessPool:
+        logger.warning("a parsing worker died; parsing the rest in the daemon")
+        for c in chunks[done:]:
+            for rel, mtime_ns in c:
+                yield rel, read_parse(root, rel, mtime_ns, max_bytes)
