@@ -69,7 +69,7 @@ def path_key(path: str) -> int:
 
 def cjk_text(text: str) -> str:
     """Only the Hangul/Han/Kana runs of `text`, space separated (what the bigram fields get)."""
-    return " ".join(CJK_RUN.findall(text))
+    return "" if text.isascii() else " ".join(CJK_RUN.findall(text))  # isascii: a flag, not a scan
 
 
 def _schema() -> tantivy.Schema:
