@@ -214,10 +214,15 @@ class Graph:
             n = max(1, len(self.notes))
             weights = {t: math.log(1 + n / (1 + len(self._anchor_text.get(t, ())))) for t in set(terms)}
             total = sum(weights.values()) or 1.0
-            out: dict[str, float] = defaultdict(float)
-            for t, w in weights.items():
-                for target in self._anchor_text.get(t, ()):
-                    out[target] += w / total
+            sets = sorted(((self._anchor_text.get(t, {}), w / total) for t, w in weights.items()),
+                          key=lambda sw: -len(sw[0]))
+            if not sets:
+                return {}
+            # The commonest term fills the dict at C speed; the rarer ones add to it.
+            out = dict.fromkeys(sets[0][0], sets[0][1])
+            for targets, w in sets[1:]:
+                for target in targets:
+                    out[target] = out.get(target, 0.0) + w
             return out
 
     def _drop(self, src: str) -> None:
