@@ -125,3 +125,20 @@ def test_cold_is_searched_when_asked_or_when_warm_finds_too_little(v):
 def test_no_query_raises(v, parts, noise):
     res = v.search("".join(parts) + noise, 5)
     assert isinstance(res["hits"], list)
+
+
+_words = st.sampled_from(["index", "Index", "indexes", "reindex", "가치관", "가치관은", "café", "“index”", "x_index",
+                          "ÉTÉ", "한index", "\ufeff", "\x00", "---", "\n", " ", "  ", "memory", "MEMORY."])
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(_words, max_size=60).map("".join), query=st.lists(_words, min_size=1, max_size=3))
+def test_snippets_from_bytes_equal_snippets_from_text(text, query):
+    """The bytes fast path finds the same lines, spans and columns as the decoded text."""
+    from vaultd.parse import decode
+    from vaultd.snippets import Matcher, best_lines
+
+    words = [w.strip().lower() for w in query if w.strip()]
+    m = Matcher(words, words)
+    data = text.encode()
+    assert best_lines(data, m, skip=1) == best_lines(decode(data)[0], m, skip=1)

@@ -10,6 +10,7 @@ import re
 import msgspec
 
 from .index import CJK_RUN
+from .parse import decode
 
 MAX_WIDTH = 240
 MAX_PER_TERM = 200
@@ -29,6 +30,12 @@ class Snippet(msgspec.Struct):
     """The heading the line sits under (None above the first heading)."""
 
 
+def _stemmer():
+    from .ranking import _EN  # the analyzer queries are stemmed with
+
+    return _EN
+
+
 class Matcher:
     """Finds query words in text: a Latin word or its stem at a word start (so `index`
     finds `indexes`), and the bigrams of a CJK run anywhere, overlapping, so that
@@ -43,6 +50,14 @@ class Matcher:
             elif w:
                 latin.add(w.lower())
         self.latin = sorted(latin, key=len, reverse=True)
+        # A word and its stem count as one term when lines are scored (`memory` and `memori`)
+        analyze = _stemmer().analyze
+        self.keys = {w: (analyze(w) or [w])[0] for w in self.latin} | {g: g for g in self.grams}
+        # Byte forms for files searched as UTF-8 bytes: bytes.lower() lowers only ASCII, so
+        # that way is taken only when every Latin term is ASCII.
+        self.latin_b = [w.encode() for w in self.latin] if all(w.isascii() for w in self.latin) else None
+        self.grams_b = [g.encode() for g in self.grams]
+        self.keys |= {w.encode(): k for w, k in self.keys.items()}
         self._regex = re.compile("|".join(r"(?<!\w)" + re.escape(w) for w in self.latin), re.IGNORECASE) \
             if self.latin else None
 
@@ -83,36 +98,117 @@ class Matcher:
         return _merge([(a, b) for a, b, _ in found]), len({t for *_, t in found})
 
 
-def best_lines(text: str, matcher: Matcher, n: int = 3, skip: int = 0, headings=()) -> list[Snippet]:
+MAX_LINES = 50
+"""Lines looked at per term and file: enough to find the best lines of a big note."""
+
+
+_WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _in_word(hay, i: int) -> bool:
+    """Whether the character just before offset `i` is a letter, digit or underscore."""
+    if isinstance(hay, str):
+        return hay[i - 1].isalnum() or hay[i - 1] == "_"
+    c = hay[i - 1]
+    if c < 0x80:
+        return c in _WORD_BYTES
+    j = i - 1
+    while j > 0 and hay[j] & 0xC0 == 0x80:  # back to the first byte of the UTF-8 character
+        j -= 1
+    return hay[j:i].decode("utf-8", "replace").isalnum()
+
+
+def _has(hay, w, s: int, e: int, word_start: bool) -> bool:
+    """Whether `w` stands in hay[s:e] (at a word start when `word_start`)."""
+    i = hay.find(w, s, e)
+    while i >= 0:
+        if not (word_start and i and _in_word(hay, i)):
+            return True
+        i = hay.find(w, i + 1, e)
+    return False
+
+
+def _matching_lines(text, low, latin, grams, keys: dict, enough: int) -> dict[int, list]:
+    """Lines of `text` (str, or UTF-8 bytes) holding query terms, by start offset: [end,
+    the terms in it, matches]. Terms are looked for rarest first, and a line found is
+    checked for every term at once: the Python loop runs per line, not per occurrence,
+    and the lines where all terms meet are among the first a rare term leads to; it stops
+    once `enough` lines hold every term. `low` is `text` lower-cased with the same offsets."""
+    lines: dict[int, list] = {}
+    nl = "\n" if isinstance(text, str) else b"\n"
+    terms = sorted([(w, low, True) for w in latin] + [(g, text, False) for g in grams],
+                   key=lambda t: t[1].count(t[0], 0, 1 << 15))  # how rare, judged by the first 32 KB
+    full, every = 0, len({keys[w] for w, _, _ in terms})
+    for w, hay, word_start in terms:
+        i, k = hay.find(w), 0
+        while i >= 0 and k < MAX_LINES and full < enough:
+            if word_start and i and _in_word(hay, i):
+                i = hay.find(w, i + 1)
+                continue
+            s = hay.rfind(nl, 0, i) + 1
+            e = hay.find(nl, i)
+            e = len(hay) if e < 0 else e
+            if s not in lines:
+                there = [(x, h) for x, h, ws in terms if _has(h, x, s, e, ws)]
+                found = {keys[x] for x, _ in there}
+                lines[s] = [e, found, sum(h.count(x, s, e) for x, h in there)]
+                full += len(found) == every
+            i, k = hay.find(w, e), k + 1
+    return lines
+
+
+def _exact_lines(text: str, matcher: Matcher) -> dict[int, list]:
+    """As _matching_lines, from every exact match: for text whose lower-casing moves offsets."""
+    lines: dict[int, list] = {}
+    for a, _, term in matcher.find(text):
+        s = text.rfind("\n", 0, a) + 1
+        e = text.find("\n", a)
+        entry = lines.setdefault(s, [len(text) if e < 0 else e, set(), 0])
+        entry[1].add(matcher.keys.get(term, term))
+        entry[2] += 1
+    return lines
+
+
+def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, headings=()) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
     in line order, each with the heading it sits under (`headings`: the note's, by line).
-    The first `skip` lines (front matter) count only when nothing else matches."""
-    # Find every match in the whole text at once, then group by line, counting newlines
-    # between matches (C speed): no per-line Python loop, no list of every line start.
-    hits: dict[int, list[tuple[int, int, str]]] = {}
-    idx = pos = 0
-    for a, b, term in sorted(matcher.find(text)):
-        idx += text.count("\n", pos, a)
-        pos = a
-        hits.setdefault(idx, []).append((a, b, term))
-    if not hits:
+    The first `skip` lines (front matter) count only when nothing else matches.
+
+    `text` may be the file's bytes: UTF-8 is searched as it is (lower-casing 150 KB of
+    non-ASCII text costs more than the rest of a search), and only the chosen lines are
+    decoded. Bytes that need more (CR line ends, query words with non-ASCII letters) are
+    decoded first."""
+    if isinstance(text, bytes) and (b"\r" in text or matcher.latin_b is None):
+        text = decode(text)[0]
+    if isinstance(text, bytes):
+        lines = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n)
+    else:
+        low = text.lower()
+        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n) if len(low) == len(text) \
+            else _exact_lines(text, matcher)
+    if not lines:
         return []
-    scored = [(idx + 1 <= skip, -len({t for *_, t in items}), -len(items), idx) for idx, items in hits.items()]
-    if any(not s[0] for s in scored):
-        scored = [s for s in scored if not s[0]]
+    nl = "\n" if isinstance(text, str) else b"\n"
+    body_start = 0
+    for _ in range(skip):
+        body_start = text.find(nl, body_start) + 1 or len(text)
+    scored = [(s < body_start, -len(terms), -count, s) for s, (_, terms, count) in lines.items()]
+    if any(not sc[0] for sc in scored):
+        scored = [sc for sc in scored if not sc[0]]
     out = []
-    for *_, idx in heapq.nsmallest(n, scored):  # only the chosen lines are cut and highlighted
-        a = hits[idx][0][0]
-        start = text.rfind("\n", 0, a) + 1
-        end = text.find("\n", a)
-        end = len(text) if end < 0 else end
-        spans = _merge([(a - start, min(b, end) - start) for a, b, _ in hits[idx]])
-        out.append(_trim(idx + 1, text[start:end], spans))
-    out.sort(key=lambda s: s.line)
+    for *_, s in heapq.nsmallest(n, scored):  # only the chosen lines are cut and highlighted
+        line = text[s : lines[s][0]]
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace").replace("\x00", " ")
+            line = line[1:] if s == 0 and line.startswith("\ufeff") else line
+        spans, _ = matcher.spans(line)
+        if spans:
+            out.append(_trim(text.count(nl, 0, s) + 1, line, spans))
+    out.sort(key=lambda sn: sn.line)
     if headings:
-        lines = [h.line for h in headings]
+        starts = [h.line for h in headings]
         for sn in out:
-            i = bisect.bisect_right(lines, sn.line) - 1
+            i = bisect.bisect_right(starts, sn.line) - 1
             sn.heading = headings[i].text if i >= 0 else None
     return out
 

@@ -316,9 +316,8 @@ class Vault:
                 data = f.read(self.config.index.max_file_mb << 20)
         except OSError:
             return []
-        text = decode(data)[0]
-        skip = split_front_matter(text.split("\n", 200)) if note.path.endswith(".md") else 0
-        return best_lines(text, matcher, skip=skip, headings=sorted(note.headings, key=lambda h: h.line))
+        skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if note.path.endswith(".md") else 0
+        return best_lines(data, matcher, skip=skip, headings=sorted(note.headings, key=lambda h: h.line))
 
     # -- graph ------------------------------------------------------------------
 
