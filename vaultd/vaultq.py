@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
@@ -42,13 +41,17 @@ def _command(argv: list[str]) -> str | None:
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vaultq", description="Query a running vaultd over its Unix socket.")
+    # A known command means no help will be shown: a fixed width spares argparse looking
+    # up the terminal's (importing shutil), a tenth of a `vaultq search`.
+    fmt = argparse.HelpFormatter if only is None else (lambda prog: argparse.HelpFormatter(prog, width=80))
+    p = argparse.ArgumentParser(prog="vaultq", description="Query a running vaultd over its Unix socket.",
+                                formatter_class=fmt)
     p.add_argument("--socket", help="socket path (default: $VAULTD_SOCKET, else the daemon of the vault around the current folder, else the only one running)")
     p.add_argument("--vault", help="use the daemon of this vault")
     subparsers = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, **kwargs):
-        return subparsers.add_parser(name, **kwargs) if only in (None, name) else _Skipped()
+        return subparsers.add_parser(name, formatter_class=fmt, **kwargs) if only in (None, name) else _Skipped()
 
     s = add("status", help="what the daemon is doing")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -136,6 +139,8 @@ def _lines(spec: str | None) -> list[int] | None:
 
 
 def _socket(args) -> str:
+    from pathlib import Path
+
     from .paths import default_socket, find_socket  # only when no socket is given
 
     if args.socket:
