@@ -204,3 +204,20 @@ def test_only_the_asked_command_is_built_and_every_command_is_known():
     assert list(_parser("read")._subparsers._group_actions[0].choices) == ["read"]
     assert _command(["--socket", "search", "read", "x"]) == "read"
     assert _command(["--help", "search"]) is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "deep", "work"], ["--socket", "/s", "search", "x"], ["--socket=/s", "search", "x", "y"],
+    ["--vault", "v", "search", "x", "--json"], ["search", "x", "-n", "3", "--format", "vimgrep"],
+    ["search", "x", "--limit", "7", "--format", "paths", "--json"], ["search", "가치관이"],
+    ["search", "x", "--json", "y"], ["search", "-x"], ["search", "x", "--tag", "t"], ["search"], ["status"],
+    ["search", "x", "-n", "-1"], ["search", "x", "--format", "bad"], ["--socket"], ["search", "x", "-h"],
+    ["search", "x", "--", "-y"], ["search", "x", "--all"], ["--socket", "--vault", "search", "x"],
+])
+def test_quick_search_reads_argv_as_argparse_does(argv):
+    from vaultd.vaultq import _parser, _quick
+
+    quick = _quick(argv)
+    if quick is not None:
+        assert quick == vars(_parser().parse_args(argv))
+    assert _quick(["search", "deep", "work"]) is not None

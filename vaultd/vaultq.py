@@ -6,7 +6,6 @@ Exit codes: 0 results, 1 no result (as grep), 2 bad usage or bad request,
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -41,6 +40,8 @@ def _command(argv: list[str]) -> str | None:
 
 
 def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    import argparse  # here: the quick path (see _quick) never needs it
+
     # A known command means no help will be shown: a fixed width spares argparse looking
     # up the terminal's (importing shutil), a tenth of a `vaultq search`.
     fmt = argparse.HelpFormatter if only is None else (lambda prog: argparse.HelpFormatter(prog, width=80))
@@ -395,9 +396,52 @@ def _run(c: Client, args) -> int:
     return EXIT_OK if items else EXIT_NONE
 
 
+def _quick(argv: list[str]) -> dict | None:
+    """`[--socket S | --vault V] search WORD... [--json] [--format F] [-n N]`, the call editors
+    and agents make most, read without argparse: importing and building it costs about as
+    much as the search. None for anything else, which argparse reads (and explains)."""
+    args: dict = dict(socket=None, vault=None, command="search", query=[], limit=10, json=False, format="human",
+                      tag=[], path=[], after=None, before=None, all=False, after_generation=None)
+    it = iter(argv)
+    command = option = False
+    for a in it:
+        key, eq, val = a.partition("=")
+        if not command and key in ("--socket", "--vault"):
+            val = val if eq else next(it, None)
+            if not val or val.startswith("-"):
+                return None
+            args[key[2:]] = val
+        elif not command:
+            if a != "search":
+                return None
+            command = True
+        elif a == "--json":
+            args["json"] = option = True
+        elif a in ("-n", "--limit", "--format"):
+            option = True
+            val = next(it, "")
+            if a == "--format" and val in ("human", "paths", "vimgrep"):
+                args["format"] = val
+            elif a != "--format" and val.isdigit():
+                args["limit"] = int(val)
+            else:
+                return None
+        elif a.startswith("-") or option:
+            return None  # another option, or words after options: argparse's to read
+        else:
+            args["query"].append(a)
+    return args if command and args["query"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _parser(_command(argv)).parse_args(argv)
+    quick = _quick(argv)
+    if quick is not None:
+        from types import SimpleNamespace
+
+        args = SimpleNamespace(**quick)
+    else:
+        args = _parser(_command(argv)).parse_args(argv)
     try:
         with Client(_socket(args)) as c:
             return _run(c, args)
