@@ -69,7 +69,9 @@ def path_key(path: str) -> int:
 
 def cjk_text(text: str) -> str:
     """Only the Hangul/Han/Kana runs of `text`, space separated (what the bigram fields get)."""
-    return "" if text.isascii() else " ".join(CJK_RUN.findall(text))  # isascii: a flag, not a scan
+    if text.isascii() or max(text) < "\u1100":  # a flag, then a C loop: cheaper than the regex scan
+        return ""
+    return " ".join(CJK_RUN.findall(text))
 
 
 def _schema() -> tantivy.Schema:
@@ -96,14 +98,48 @@ def _register(idx: tantivy.Index) -> None:
     idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
 
 
+def fields(note: Note) -> dict[str, list]:
+    """A note's index document as plain values: worker processes build it (its bigram text
+    and metadata cost more than the rest), the index only hands it to Tantivy."""
+    out: dict[str, list] = {"path": [note.path]}
+    if note.id:
+        out["id"] = [note.id]
+    if note.uuids:
+        out["uuid"] = list(note.uuids)
+    if note.tags:
+        out["tags"] = list(note.tags)
+    title = " ".join([note.title, *note.aliases])
+    heads = "\n".join(h.text for h in note.headings)
+    parts = note.path.split("/")[:-1]
+    for field, text in (("title", title), ("headings", heads), ("folders", " ".join(parts)), ("body", note.body)):
+        if text:
+            out[field] = [text]
+            ko = cjk_text(text)
+            if ko:
+                out[f"{field}_ko"] = [ko]
+    if parts:
+        out["dirs"] = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    out["mtime"] = [note.mtime_ns // 1_000_000_000]
+    out["date"] = [note_epoch(note)]
+    out["key"] = [path_key(note.path)]
+    out["meta"] = [_meta_encoder.encode(msgspec.structs.replace(note, body=""))]
+    return out
+
+
+def meta_note(fields: dict[str, list]) -> StoredNote:
+    """The note a `fields` document was made from (without its body)."""
+    return _meta_decoder.decode(fields["meta"][0])
+
+
 class _Batch:
     def __init__(self, writer, document):
         self._w, self._document = writer, document
         self.changes = 0
 
-    def add(self, note: Note) -> None:
+    def add(self, note: Note, doc: dict[str, list] | None = None) -> None:
+        """Index `note` (its `fields`, when already made)."""
         self._w.delete_documents_by_term("path", note.path)
-        self._w.add_document(self._document(note))
+        self._w.add_document(self._document(doc or fields(note)))
         self.changes += 1
 
     def delete(self, path: str) -> None:
@@ -208,29 +244,5 @@ class NoteIndex:
                 raise
         self.index.reload()
 
-    def _document(self, note: Note) -> tantivy.Document:
-        heads = "\n".join(h.text for h in note.headings)
-        folders = " ".join(note.path.split("/")[:-1])
-        title = " ".join([note.title, *note.aliases])
-        doc = tantivy.Document()
-        doc.add_text("path", note.path)
-        if note.id:
-            doc.add_text("id", note.id)
-        for u in note.uuids:
-            doc.add_text("uuid", u)
-        for t in note.tags:
-            doc.add_text("tags", t)
-        for field, text in (("title", title), ("headings", heads), ("folders", folders), ("body", note.body)):
-            if text:
-                doc.add_text(field, text)
-                ko = cjk_text(text)
-                if ko:
-                    doc.add_text(f"{field}_ko", ko)
-        parts = note.path.split("/")[:-1]
-        for i in range(1, len(parts) + 1):
-            doc.add_text("dirs", "/".join(parts[:i]))
-        doc.add_integer("mtime", note.mtime_ns // 1_000_000_000)
-        doc.add_integer("date", note_epoch(note))
-        doc.add_integer("key", path_key(note.path))
-        doc.add_bytes("meta", _meta_encoder.encode(msgspec.structs.replace(note, body="")))
-        return doc
+    def _document(self, fields: dict[str, list]) -> tantivy.Document:
+        return tantivy.Document.from_dict(fields, self.schema)

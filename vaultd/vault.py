@@ -141,7 +141,7 @@ class Vault:
         with self.index.batch() as batch:
             for rel in deletes:
                 batch.delete(rel)
-            for done, (rel, note) in enumerate(parsed, len(files) - len(to_parse) + 1):
+            for done, (rel, note, doc) in enumerate(parsed, len(files) - len(to_parse) + 1):
                 if progress:
                     progress(done, len(files))
                 if note is None:
@@ -152,7 +152,7 @@ class Vault:
                 self.parsed += 1
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
-                batch.add(note)
+                batch.add(note, doc)
                 upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)

@@ -17,6 +17,7 @@ from multiprocessing import get_context
 
 import msgspec
 
+from .index import fields, meta_note
 from .note import Note
 from .parse import parse_file
 
@@ -28,10 +29,11 @@ CHUNK = 16
 """Files per task: enough to amortise the round trip, few enough to stream."""
 
 _encoder = msgspec.msgpack.Encoder()
-_decoder = msgspec.msgpack.Decoder(Note)
+_decoder = msgspec.msgpack.Decoder(dict[str, list])
 
-Parsed = tuple[str, Note | None]
-"""(path, its note), or (path, None) when it could not be read (gone, or an OS error, logged)."""
+Parsed = tuple[str, Note | None, dict | None]
+"""(path, its note, its index document when a worker made it), or (path, None, None) when
+it could not be read (gone, or an OS error, logged)."""
 
 
 def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | None:
@@ -50,7 +52,7 @@ def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int) -> list[tupl
     out = []
     for rel, mtime_ns in items:
         note = read_parse(root, rel, mtime_ns, max_bytes)
-        out.append((rel, None if note is None else _encoder.encode(note)))
+        out.append((rel, None if note is None else _encoder.encode(fields(note))))
     return out
 
 
@@ -64,7 +66,7 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
     worker are in flight, so parsed bodies never pile up ahead of the index."""
     if workers <= 1 or len(items) < POOL_MIN:
         for rel, mtime_ns in items:
-            yield rel, read_parse(root, rel, mtime_ns, max_bytes)
+            yield rel, read_parse(root, rel, mtime_ns, max_bytes), None
         return
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
     done = 0
@@ -75,7 +77,11 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
             queued = len(pending)
             while pending:
                 for rel, data in pending.popleft().result():
-                    yield rel, None if data is None else _decoder.decode(data)
+                    if data is None:
+                        yield rel, None, None
+                    else:
+                        doc = _decoder.decode(data)
+                        yield rel, meta_note(doc), doc
                 done += 1
                 if queued < len(chunks):
                     pending.append(pool.submit(_chunk, root, chunks[queued], max_bytes))
@@ -84,4 +90,4 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
         logger.warning("a parsing worker died; parsing the rest in the daemon")
         for c in chunks[done:]:
             for rel, mtime_ns in c:
-                yield rel, read_parse(root, rel, mtime_ns, max_bytes)
+                yield rel, read_parse(root, rel, mtime_ns, max_bytes), None
