@@ -69,9 +69,7 @@ def path_key(path: str) -> int:
 
 def cjk_text(text: str) -> str:
     """Only the Hangul/Han/Kana runs of `text`, space separated (what the bigram fields get)."""
-    if text.isascii() or max(text) < "\u1100":  # a flag, then a C loop: cheaper than the regex scan
-        return ""
-    return " ".join(CJK_RUN.findall(text))
+    return "" if text.isascii() else " ".join(CJK_RUN.findall(text))  # isascii reads a flag: no scan
 
 
 def _schema() -> tantivy.Schema:
