@@ -134,9 +134,10 @@ class _Batch:
         self._w, self._document = writer, document
         self.changes = 0
 
-    def add(self, note: Note, doc: dict[str, list] | None = None) -> None:
-        """Index `note` (its `fields`, when already made)."""
-        self._w.delete_documents_by_term("path", note.path)
+    def add(self, note: Note, doc: dict[str, list] | None = None, new: bool = False) -> None:
+        """Index `note` (its `fields`, when already made); `new`: no older version to delete."""
+        if not new:
+            self._w.delete_documents_by_term("path", note.path)
         self._w.add_document(self._document(doc or fields(note)))
         self.changes += 1
 

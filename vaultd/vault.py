@@ -164,7 +164,7 @@ class Vault:
                 self.parsed += 1
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
-                batch.add(note, doc)
+                batch.add(note, doc, new=rel not in self.notes)
                 upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
