@@ -142,3 +142,19 @@ def test_snippets_from_bytes_equal_snippets_from_text(text, query):
     m = Matcher(words, words)
     data = text.encode()
     assert best_lines(data, m, skip=1) == best_lines(decode(data)[0], m, skip=1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(early=st.lists(st.sampled_from(["memory index", "memory", "index", "가치관 memory", "ordinary"]), max_size=8),
+       late=st.lists(st.sampled_from(["memory index rare", "rare", "memory", "가치관이 rare"]), max_size=8),
+       query=st.sampled_from([["memory"], ["memory", "index"], ["rare", "memory"], ["가치관"], ["memory", "rare", "index"]]))
+def test_big_files_searched_head_first_give_the_same_snippets(early, late, query):
+    """Past 64 KB the bytes path looks in the head first: the lines it picks are the ones a
+    search of the whole text picks."""
+    from vaultd.snippets import Matcher, best_lines
+
+    filler = "plain filler words without the terms\n" * 2000  # ~74 KB: the late part lies past the head
+    text = "---\ntitle: memory index rare\n---\n" + "\n".join(early) + "\n" + filler + "\n".join(late) + "\n" + filler
+    m = Matcher(query, query)
+    assert len(text.encode()) > 1 << 16
+    assert best_lines(text.encode(), m, skip=3) == best_lines(text, m, skip=3)

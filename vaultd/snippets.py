@@ -99,6 +99,10 @@ class Matcher:
 
 
 MAX_LINES = 50
+RARITY = 1 << 15
+"""Bytes of a file that judge which query term is rarest."""
+HEAD = 1 << 16
+"""A bigger file is searched in its first 64 KB first, and whole only when that is not enough."""
 """Lines looked at per term and file: enough to find the best lines of a big note."""
 
 
@@ -128,16 +132,17 @@ def _has(hay, w, s: int, e: int, word_start: bool) -> bool:
     return False
 
 
-def _matching_lines(text, low, latin, grams, keys: dict, enough: int) -> dict[int, list]:
+def _matching_lines(text, low, latin, grams, keys: dict, enough: int, body: int = 0) -> tuple[dict[int, list], bool]:
     """Lines of `text` (str, or UTF-8 bytes) holding query terms, by start offset: [end,
     the terms in it, matches]. Terms are looked for rarest first, and a line found is
     checked for every term at once: the Python loop runs per line, not per occurrence,
     and the lines where all terms meet are among the first a rare term leads to; it stops
-    once `enough` lines hold every term. `low` is `text` lower-cased with the same offsets."""
+    once `enough` lines from offset `body` on hold every term, and says whether it did.
+    `low` is `text` lower-cased with the same offsets."""
     lines: dict[int, list] = {}
     nl = "\n" if isinstance(text, str) else b"\n"
     terms = sorted([(w, low, True) for w in latin] + [(g, text, False) for g in grams],
-                   key=lambda t: t[1].count(t[0], 0, 1 << 15))  # how rare, judged by the first 32 KB
+                   key=lambda t: t[1].count(t[0], 0, RARITY))  # how rare, judged by the first 32 KB
     full, every = 0, len({keys[w] for w, _, _ in terms})
     for w, hay, word_start in terms:
         i, k = hay.find(w), 0
@@ -152,9 +157,9 @@ def _matching_lines(text, low, latin, grams, keys: dict, enough: int) -> dict[in
                 there = [(x, h) for x, h, ws in terms if _has(h, x, s, e, ws)]
                 found = {keys[x] for x, _ in there}
                 lines[s] = [e, found, sum(h.count(x, s, e) for x, h in there)]
-                full += len(found) == every
+                full += len(found) == every and s >= body
             i, k = hay.find(w, e), k + 1
-    return lines
+    return lines, full >= enough
 
 
 def _exact_lines(text: str, matcher: Matcher) -> dict[int, list]:
@@ -180,18 +185,25 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     decoded first."""
     if isinstance(text, bytes) and (b"\r" in text or matcher.latin_b is None):
         text = decode(text)[0]
-    if isinstance(text, bytes):
-        lines = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n)
-    else:
-        low = text.lower()
-        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n) if len(low) == len(text) \
-            else _exact_lines(text, matcher)
-    if not lines:
-        return []
     nl = "\n" if isinstance(text, str) else b"\n"
     body_start = 0
     for _ in range(skip):
         body_start = text.find(nl, body_start) + 1 or len(text)
+    if isinstance(text, bytes):
+        lines, done = {}, False
+        head = text.rfind(b"\n", 0, HEAD) + 1
+        if len(text) > HEAD and head > RARITY:  # most searches end in the head: lower-case only it first
+            lines, done = _matching_lines(text[:head], text[:head].lower(), matcher.latin_b, matcher.grams_b,
+                                          matcher.keys, n, body_start)
+        if not done:
+            lines, _ = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n,
+                                       body_start)
+    else:
+        low = text.lower()
+        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n, body_start)[0] \
+            if len(low) == len(text) else _exact_lines(text, matcher)
+    if not lines:
+        return []
     scored = [(s < body_start, -len(terms), -count, s) for s, (_, terms, count) in lines.items()]
     if any(not sc[0] for sc in scored):
         scored = [sc for sc in scored if not sc[0]]
