@@ -189,18 +189,19 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     body_start = 0
     for _ in range(skip):
         body_start = text.find(nl, body_start) + 1 or len(text)
+    enough = 3 * n  # lines holding every term, to choose `n` from (by matches): then the search stops
     if isinstance(text, bytes):
         lines, done = {}, False
         head = text.rfind(b"\n", 0, HEAD) + 1
         if len(text) > HEAD and head > RARITY:  # most searches end in the head: lower-case only it first
             lines, done = _matching_lines(text[:head], text[:head].lower(), matcher.latin_b, matcher.grams_b,
-                                          matcher.keys, n, body_start)
+                                          matcher.keys, enough, body_start)
         if not done:
-            lines, _ = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n,
+            lines, _ = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, enough,
                                        body_start)
     else:
         low = text.lower()
-        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n, body_start)[0] \
+        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, enough, body_start)[0] \
             if len(low) == len(text) else _exact_lines(text, matcher)
     if not lines:
         return []
