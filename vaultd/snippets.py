@@ -99,11 +99,11 @@ class Matcher:
 
 
 MAX_LINES = 50
+"""Lines looked at per term and file: enough to find the best lines of a big note."""
 RARITY = 1 << 15
 """Bytes of a file that judge which query term is rarest."""
 HEAD = 1 << 16
 """A bigger file is searched in its first 64 KB first, and whole only when that is not enough."""
-"""Lines looked at per term and file: enough to find the best lines of a big note."""
 
 
 _WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
