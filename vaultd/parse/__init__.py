@@ -82,7 +82,7 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
             note.uuids = [fm_id]
         note.aliases = markdown.meta_aliases(meta)
         note.headings = f.headings
-        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=False)
+        note.links, note.blocks, body_lines = extract(f.lines, 1, org=False)
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
         body = "\n" * f.fm_lines + "\n".join(body_lines[f.fm_lines :])
 

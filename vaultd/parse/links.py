@@ -9,13 +9,14 @@ Resolution happens later, in graph.py, against the whole vault.
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from urllib.parse import unquote
 
 from ..note import Block, Link
 from .common import fence_step
 
 # [[target]] or [[target][description]] (Org), also Obsidian [[target|alias]] and ![[embed]].
-# The `!` of an embed is the character before the match (see _start): a pattern that
+# The `!` of an embed is the character before the match (see _scan_line): a pattern that
 # begins with a literal lets the regex engine skip straight to candidates.
 _BRACKET = re.compile(r"\[\[((?:[^\[\]\n\\]|\\.)+?)\](?:\[([^\n]*?)\])?\]")
 # [text](target "title") and ![alt](target)
@@ -51,12 +52,6 @@ def _split_search(target: str) -> tuple[str, str]:
     return path, opt if sep else ""
 
 
-def _start(masked: str, m: re.Match) -> int:
-    """Where a [[...]] or [...](...) match starts, counting the `!` of an embed before it."""
-    i = m.start()
-    return i - 1 if i and masked[i - 1] == "!" else i
-
-
 def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) -> Link | None:
     """The link a _BRACKET match (found on the masked line) stands for, read from `line`."""
     a, b = m.span(2)
@@ -66,7 +61,7 @@ def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) ->
     bang = start < m.start()
     col = start + 1
     raw = line[start : m.end()]
-    if desc is not None or _SCHEME.match(target) or org:
+    if desc is not None or org or (":" in target and _SCHEME.match(target)):
         # Org syntax: [[type:path::search][description]]
         label = desc or ""
         if target.startswith("<") and target.endswith(">"):
@@ -112,10 +107,11 @@ def _md_link(line: str, m: re.Match, start: int, lineno: int) -> Link | None:
         return None
     col = start + 1
     raw = line[start : m.end()]
-    if (_SCHEME.match(dest) or "://" in dest) and not dest.lower().startswith("file:"):
-        return Link(line=lineno, col=col, raw=raw, kind="url", target=dest, label=text)
-    if dest.lower().startswith("file:"):
-        dest = dest[5:]
+    if ":" in dest:  # both a scheme and "://" need one
+        if dest.lower().startswith("file:"):
+            dest = dest[5:]
+        elif _SCHEME.match(dest) or "://" in dest:
+            return Link(line=lineno, col=col, raw=raw, kind="url", target=dest, label=text)
     path, _, anchor = dest.partition("#")
     path = unquote(path)
     anchor = unquote(anchor)
@@ -145,42 +141,49 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     first = len(line)
     if cont:
         line = line + "\n" + cont
-    masked = line.replace("\n", " ") if cont else line
+        masked = line.replace("\n", " ")
+    else:
+        masked = line
     if ("=" in masked or "~" in masked) if org else "`" in masked:
         masked = _mask(masked, _ORG_VERBATIM if org else _MD_INLINE_CODE)
-    found: list[tuple[int, int, Link]] = []
+    found: list[tuple[int, int, Link]] = []  # (start, end, link); starts never repeat
     taken: list[tuple[int, int]] = []
     if "[[" in masked:
         for m in _BRACKET.finditer(masked):
-            start = _start(masked, m)
+            start, end = m.span()
+            if start and masked[start - 1] == "!":
+                start -= 1
+            taken.append((start, end))
             link = _bracket_link(line, m, start, lineno, org)
-            taken.append((start, m.end()))
-            if link is not None:
-                found.append((start, m.end(), link))
+            if link is not None and start < first:
+                found.append((start, end, link))
     if not org and "](" in masked:
         for m in _MDLINK.finditer(masked):
-            start = _start(masked, m)
+            start, end = m.span()
+            if start and masked[start - 1] == "!":
+                start -= 1
             if taken and any(a <= start < b for a, b in taken):
                 continue
+            taken.append((start, end))
             link = _md_link(line, m, start, lineno)
-            taken.append((start, m.end()))
-            if link is not None:
-                found.append((start, m.end(), link))
+            if link is not None and start < first:
+                found.append((start, end, link))
     if "://" in masked:
         for m in _URL.finditer(masked):
-            if taken and any(a <= m.start() < b for a, b in taken):
+            start = m.start()
+            if start >= first or taken and any(a <= start < b for a, b in taken):
                 continue
             url = m.group().rstrip(".,;:!?*_~")
-            found.append((m.start(), m.start() + len(url), Link(line=lineno, col=m.start() + 1, raw=url, kind="url", target=url)))
-    found = [f for f in found if f[0] < first]
+            found.append((start, start + len(url), Link(line=lineno, col=start + 1, raw=url, kind="url", target=url)))
     if not found:
         return line[:first]
-    found.sort(key=lambda t: t[0])
+    if len(found) > 1:
+        found.sort(key=itemgetter(0))
     out, last = [], 0
     for a, b, link in found:
         links.append(link)
         out += [line[last:a], _label(link) if link.kind != "url" else line[a:b]]
-        last = min(b, first)
+        last = b if b < first else first
     out.append(line[last:first])
     return "".join(out)
 
@@ -246,6 +249,10 @@ def _extract_md(lines: list[str], first: int) -> tuple[list[Link], list[Block], 
             if is_fence or fence is not None:
                 body.append(line)
                 continue
+        if not line:
+            body.append(line)
+            prev_blank = True
+            continue
         blank = not line.strip()
         if line.startswith(("    ", "\t")) and prev_blank and not in_list and not _LIST_ITEM.match(line):
             body.append(line)  # indented code block

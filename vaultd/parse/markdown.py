@@ -29,12 +29,13 @@ def split_front_matter(lines: list[str]) -> int:
 
 
 class MarkdownFacts:
-    __slots__ = ("meta", "fm_lines", "headings", "tags", "problems")
+    __slots__ = ("lines", "meta", "fm_lines", "headings", "tags", "problems")
 
 
 def parse(text: str) -> MarkdownFacts:
     lines = text.split("\n")
     out = MarkdownFacts()
+    out.lines = lines
     out.problems = []
     out.fm_lines = split_front_matter(lines)
     out.meta = {}
