@@ -99,7 +99,11 @@ def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
             after_heading = False
             continue
         heading = line[0] == "*" and _NODE_HEADER.match(line) is not None
-        if heading or after_heading or _ORGPARSE_LINE.search(line) or _DRAWER_LINE.match(line):
+        if heading or after_heading or (
+            # every pattern below needs one of these characters; most prose has none
+            (":" in line or "#" in line or "-" in line)
+            and (_ORGPARSE_LINE.search(line) or _DRAWER_LINE.match(line))
+        ):
             lines.append(line)
             numbers.append(n)
         after_heading = heading
@@ -119,13 +123,14 @@ def _read_plain(lines: list[str]) -> list[Node] | None:
     orgparse, #+TODO keywords anywhere apply to every heading.
     """
     chunks = list(lines_to_chunks(lines))
-    if _DATE_HINT.search("\n".join(lines[len(chunks[0]) :])):
+    rest = "\n".join(lines[len(chunks[0]) :])  # the headings and their sections
+    if _DATE_HINT.search(rest):
         return None
     for line in chunks[0]:
         if _DATE_HINT.search(line):
             OrgDate.list_from_str(line)
     todos, dones, default = ["TODO"], ["DONE"], True
-    for chunk in chunks:
+    for chunk in chunks if "#+" in rest else chunks[:1]:
         comments: dict[str, list[str]] = {}
         for parsed in map(parse_comment, (line for line in chunk if "#+" in line)):
             if parsed:
@@ -137,6 +142,7 @@ def _read_plain(lines: list[str]) -> list[Node] | None:
                 more_todos, more_dones = parse_seq_todo(value)
                 todos += more_todos
                 dones += more_dones
+    keywords = todos + dones
     nodes: list[Node] = [(0, "", 1, _properties(chunks[0]))]
     linenumber = 1 + len(chunks[0])
     for chunk in chunks[1:]:
@@ -145,7 +151,7 @@ def _read_plain(lines: list[str]) -> list[Node] | None:
         if stars is not None:
             heading, level = stars
         heading = parse_heading_tags(heading)[0]
-        heading = parse_heading_todos(heading, todos + dones)[0]
+        heading = parse_heading_todos(heading, keywords)[0]
         heading = parse_heading_priority(heading)[0]
         nodes.append((level, to_plain_text(heading), linenumber, _properties(chunk[1:])))
         linenumber += len(chunk)
