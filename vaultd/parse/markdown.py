@@ -53,21 +53,25 @@ def parse(text: str) -> MarkdownFacts:
     for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
         if "#" not in line and fence is None and "```" not in line and "~~~" not in line:
             continue  # neither heading, tag nor fence: the common case, kept cheap
-        is_fence, fence = fence_step(line, fence)
-        if is_fence:
-            continue
-        if fence is not None or line.startswith(("    ", "\t")):
+        if fence is not None or "```" in line or "~~~" in line:
+            is_fence, fence = fence_step(line, fence)
+            if is_fence or fence is not None:
+                continue
+        if line.startswith(("    ", "\t")):
             continue
         h = _ATX.match(line)
         if h:
-            text_ = _HEADING_LINK.sub(lambda m: m.group(1) or m.group(2) or "", h.group(2)).strip()
+            text_ = h.group(2)
+            if "[" in text_:  # both link forms need one
+                text_ = _HEADING_LINK.sub(lambda m: m.group(1) or m.group(2) or "", text_)
+            text_ = text_.strip()
             slug = github_slug(text_)
             seen = slugs.get(slug, 0)
             slugs[slug] = seen + 1
             out.headings.append(Heading(len(h.group(1)), text_, n, f"{slug}-{seen}" if seen else slug))
             continue
         if "#" in line:
-            tags.extend(_TAG.findall(_INLINE_CODE.sub("", line)))
+            tags.extend(_TAG.findall(_INLINE_CODE.sub("", line) if "`" in line else line))
     out.tags = dedupe(tags)
     return out
 
