@@ -7,7 +7,6 @@ A file that cannot be parsed fully is indexed as far as it goes and carries a
 from __future__ import annotations
 
 import hashlib
-from pathlib import PurePosixPath
 
 from ..note import ID_ANCHOR, Block, Note
 from . import markdown, org
@@ -28,12 +27,19 @@ def decode(data: bytes) -> tuple[str, list[str]]:
         text = data.decode("utf-8", errors="replace")
     if text.startswith("\ufeff"):
         text = text[1:]
-    if "\r" in text:
+    if b"\r" in data:  # bytes are quicker to search; \r and NUL decode as themselves
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "\x00" in text:
+    if b"\x00" in data:
         problems.append("NUL bytes replaced by spaces")
         text = text.replace("\x00", " ")
     return text, problems
+
+
+def _stem_suffix(path: str) -> tuple[str, str]:
+    """`PurePosixPath(path).stem` and `.suffix`, without building the path object."""
+    name = next((part for part in reversed(path.split("/")) if part not in ("", ".")), "")
+    i = name.rfind(".")
+    return (name[:i], name[i:]) if 0 < i < len(name) - 1 else (name, "")
 
 
 def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: int = 0) -> Note:
@@ -48,15 +54,15 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
     text, decode_problems = decode(data)
     problems += decode_problems
 
-    p = PurePosixPath(path)
-    dn = parse_name(p.stem)
-    note = Note(path=path, title=p.stem, mtime_ns=mtime_ns, size=size, hash=digest)
+    stem, suffix = _stem_suffix(path)
+    dn = parse_name(stem)
+    note = Note(path=path, title=stem, mtime_ns=mtime_ns, size=size, hash=digest)
     tags: list[str] = list(dn.keywords) if dn else []
     title = None
     date = dn.date if dn else None
     ident = dn.id if dn else None
 
-    if p.suffix.lower() == ".org":
+    if suffix.lower() == ".org":
         f = org.parse(text)
         problems += f.problems
         kw = f.keywords
@@ -86,7 +92,7 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
         body = "\n" * f.fm_lines + "\n".join(body_lines[f.fm_lines :])
 
-    note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else p.stem)
+    note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else stem)
     note.id = ident
     note.signature = dn.signature if dn else None
     note.date = date
