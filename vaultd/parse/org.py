@@ -64,7 +64,7 @@ def parse(text: str) -> OrgFacts:
         if root_props.get("ID"):
             out.uuids.append(str(root_props["ID"]))
         for level, heading, linenumber, props in nodes[1:]:
-            title = _STATS.sub("", heading).strip()
+            title = (_STATS.sub("", heading) if "[" in heading else heading).strip()
             anchor = str(props.get("CUSTOM_ID") or "") or github_slug(title)
             line = numbers[linenumber - 1]
             out.headings.append(Heading(level, title, line, anchor))
