@@ -59,7 +59,9 @@ def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) ->
     a, b = m.span(2)
     desc = None if a < 0 else line[a:b].replace("\n", " ")
     a, b = m.span(1)
-    target = line[a:b].replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
+    target = line[a:b]
+    if "\\" in target:
+        target = target.replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
     bang = start < m.start()
     col = start + 1
     raw = line[start : m.end()]
@@ -203,62 +205,53 @@ def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[B
 def _extract_org(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
     links: list[Link] = []
     blocks: list[Block] = []
-    body: list[str] = []
+    body = lines.copy()  # most lines are body text as they are; the others are replaced
     org_block: str | None = None
-    for n, line in enumerate(lines, start=first):
+    for i, line in enumerate(lines):
         if not line:
-            body.append(line)
             continue
         if org_block is not None:
             if "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
                 org_block = None
-            body.append(line)
             continue
         if "#+" in line:
             bm = _ORG_BLOCK.match(line)
             if bm:
                 org_block = bm.group(1)
-                body.append(line)
                 continue
         if ":" in line:
             if line.lstrip().startswith(": ") or line.strip() == ":":
-                body.append(line)
                 continue
             if line[:1] in (":", "#", " ", "\t") and _ORG_META.match(line):
                 km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
-                body.append(km.group(1) if km and km.group(1) else "")
+                body[i] = km.group(1) if km and km.group(1) else ""
                 continue
         if "<<" in line:
-            blocks.extend(Block(t.group(1).strip(), n) for t in _ORG_TARGET.finditer(line))
+            blocks.extend(Block(t.group(1).strip(), i + first) for t in _ORG_TARGET.finditer(line))
         if "[" not in line and "://" not in line:
-            body.append(line)
             continue
-        i = n - first
         cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
-        body.append(_scan_line(line, n, True, links, cont))
+        body[i] = _scan_line(line, i + first, True, links, cont)
     return links, blocks, body
 
 
 def _extract_md(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
     links: list[Link] = []
     blocks: list[Block] = []
-    body: list[str] = []
+    body = lines.copy()  # most lines are body text as they are; the others are replaced
     fence: tuple[str, int] | None = None
     prev_blank, in_list = True, False
-    for n, line in enumerate(lines, start=first):
+    for i, line in enumerate(lines):
         if fence is not None or "```" in line or "~~~" in line:
             is_fence, fence = fence_step(line, fence)
             if is_fence or fence is not None:
-                body.append(line)
                 continue
         if not line:
-            body.append(line)
             prev_blank = True
             continue
         blank = not line.strip()
         if line.startswith(("    ", "\t")) and prev_blank and not in_list and not _LIST_ITEM.match(line):
-            body.append(line)  # indented code block
-            prev_blank = blank
+            prev_blank = blank  # indented code block
             continue
         if not blank:
             # a line that starts with a letter is no list item
@@ -267,6 +260,7 @@ def _extract_md(lines: list[str], first: int) -> tuple[list[Link], list[Block], 
         if "^" in line:
             bid = _MD_BLOCK_ID.search(line)
             if bid:
-                blocks.append(Block(bid.group(1), n))
-        body.append(_scan_line(line, n, False, links) if "[" in line or "://" in line else line)
+                blocks.append(Block(bid.group(1), i + first))
+        if "[" in line or "://" in line:
+            body[i] = _scan_line(line, i + first, False, links)
     return links, blocks, body
