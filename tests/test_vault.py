@@ -9,7 +9,7 @@ import msgspec
 from vaultd.config import Config, Index
 from vaultd.errors import IndexLocked
 from vaultd.index import SCHEMA_VERSION
-from vaultd.vault import Vault
+from vaultd.vault import Stopped, Vault
 
 
 @pytest.fixture
@@ -145,3 +145,17 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
         finally:
             v.close()
     assert {p: msgspec.msgpack.decode(b) for p, b in tables[0].items() if tables[1].get(p) != b} == {}
+
+
+def test_a_stop_gives_up_the_batch_and_commits_nothing(cfg, vault):
+    v = Vault(cfg)
+    try:
+        v.stopping.set()
+        with pytest.raises(Stopped):
+            v.reconcile()
+        assert v.notes == {} and v.graph is None and v.index.searcher().num_docs == 0
+        v.stopping.clear()
+        v.reconcile()
+        assert v.notes and paths(v, "deep work")
+    finally:
+        v.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from . import __version__, protocol
 from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
-from .vault import Vault
+from .vault import Stopped, Vault
 from .watcher import RESCAN, Debouncer, Watcher
 
 logger = logging.getLogger("vaultd.server")
@@ -150,6 +150,8 @@ class Server:
     def shutdown(self) -> None:
         sd_notify("STOPPING=1")
         self.should_exit.set()
+        if self.vault is not None:
+            self.vault.stopping.set()  # a first index of a big vault must not hold up a stop
         self.debouncer.wake()
         if self._listener is not None:
             self._listener.close()
@@ -193,6 +195,8 @@ class Server:
     def _guard(self, fn, *args) -> None:
         try:
             fn(*args)
+        except Stopped as e:
+            logger.info("indexing %s", e)
         except Exception:  # a failed batch must not stop the indexer; the next event retries
             logger.exception("indexing failed")
 

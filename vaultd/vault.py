@@ -40,6 +40,10 @@ LOG_MAX = 100_000
 Progress = Callable[[int, int], None]
 
 
+class Stopped(Exception):
+    """A batch given up because the daemon is stopping."""
+
+
 def _release_freed_memory() -> None:
     """Give freed heap back to the system: glibc keeps it otherwise, in one arena per thread
     (the graph build frees tens of MB; each commit, Tantivy's threads ~15 MB). About 1 ms.
@@ -86,6 +90,8 @@ class Vault:
         self._log_start = self.generation
         self.started = time.time()
         self.reconciled = False
+        self.stopping = threading.Event()
+        """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
         self._apply_lock = threading.Lock()
         self._split_lock = threading.Lock()
 
@@ -108,7 +114,7 @@ class Vault:
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
         result = self.apply(changed + gone, progress=progress)
         self.reconciled = True
-        if graph and self.graph is None:
+        if graph and self.graph is None and not self.stopping.is_set():
             with self._apply_lock:
                 t = time.perf_counter()
                 self.graph = Graph(self.notes, terms)
@@ -155,6 +161,8 @@ class Vault:
             for rel in deletes:
                 batch.delete(rel)
             for done, (rel, note, doc) in enumerate(parsed, len(files) - len(to_parse) + 1):
+                if self.stopping.is_set():
+                    raise Stopped(f"stopped after {done - 1} of {len(files)} files; nothing of this batch was committed")
                 if progress:
                     progress(done, len(files))
                 if note is None:
