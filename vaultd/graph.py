@@ -105,8 +105,10 @@ class Graph:
     removed. Queries and updates take a lock, so a reader never sees half a batch.
     """
 
-    def __init__(self, notes: dict[str, Note] | None = None, terms: Callable[[str], list[str]] | None = None) -> None:
-        """`terms` turns link labels into search terms for anchor text (none kept without it)."""
+    def __init__(self, notes: dict[str, Note] | None = None, terms: Callable[[str], list[str]] | None = None,
+                 stop: Callable[[], bool] | None = None) -> None:
+        """`terms` turns link labels into search terms for anchor text (none kept without it);
+        `stop`, when it turns true, abandons the build (raising InterruptedError)."""
         self._lock = threading.RLock()
         self._terms = terms
         self._anchor_text: dict[str, Counter[str]] = defaultdict(Counter)  # term -> target -> labels using it
@@ -123,9 +125,10 @@ class Graph:
         self._by_id: dict[str, list[str]] = defaultdict(list)
         self._by_uuid: dict[str, list[str]] = defaultdict(list)
         if notes:
-            self.update(notes, notes.keys(), ())
+            self.update(notes, notes.keys(), (), stop)
 
-    def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str]) -> None:
+    def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
+               stop: Callable[[], bool] | None = None) -> None:
         """`notes` is the new note table; `changed` were added or modified, `removed` deleted."""
         with self._lock:
             old = self.notes
@@ -160,7 +163,9 @@ class Graph:
             dep_cache: dict[tuple, tuple[str, ...]] = {}
             back = self._back
             cache_folder = None
-            for folder, src in sorted((posixpath.dirname(p), p) for p in redo):
+            for n, (folder, src) in enumerate(sorted((posixpath.dirname(p), p) for p in redo)):
+                if stop is not None and n % 256 == 0 and stop():
+                    raise InterruptedError("link graph build abandoned")
                 self._drop(src)
                 note = notes.get(src)
                 if note is None:

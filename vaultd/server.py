@@ -196,7 +196,7 @@ class Server:
         try:
             fn(*args)
         except Stopped as e:
-            logger.info("indexing %s", e)
+            logger.info("indexing stopped %s", e)
         except Exception:  # a failed batch must not stop the indexer; the next event retries
             logger.exception("indexing failed")
 

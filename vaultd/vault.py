@@ -117,7 +117,10 @@ class Vault:
         if graph and self.graph is None and not self.stopping.is_set():
             with self._apply_lock:
                 t = time.perf_counter()
-                self.graph = Graph(self.notes, terms)
+                try:
+                    self.graph = Graph(self.notes, terms, stop=self.stopping.is_set)
+                except InterruptedError:
+                    raise Stopped("before the link graph was built") from None
                 _release_freed_memory()
                 self._graph_ready.set()
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
@@ -162,7 +165,7 @@ class Vault:
                 batch.delete(rel)
             for done, (rel, note, doc) in enumerate(parsed, len(files) - len(to_parse) + 1):
                 if self.stopping.is_set():
-                    raise Stopped(f"stopped after {done - 1} of {len(files)} files; nothing of this batch was committed")
+                    raise Stopped(f"after {done - 1} of {len(files)} files; nothing of this batch was committed")
                 if progress:
                     progress(done, len(files))
                 if note is None:
