@@ -36,24 +36,33 @@ Parsed = tuple[str, Note | None, dict | None]
 it could not be read (gone, or an OS error, logged)."""
 
 
-def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | None:
+def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | str | None:
+    """The parsed note; None when the file is gone; why, when it cannot be read."""
     try:
         with open(os.path.join(root, rel), "rb") as f:
             data = f.read()
     except FileNotFoundError:
         return None
     except OSError as e:
-        logger.warning("cannot read %s: %s", rel, e.strerror)
-        return None
+        return f"cannot read {rel}: {e.strerror}"
     return parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
 
 
-def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int) -> list[tuple[str, bytes | None]]:
+def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int) -> list[tuple[str, bytes | str | None]]:
     out = []
     for rel, mtime_ns in items:
         note = read_parse(root, rel, mtime_ns, max_bytes)
-        out.append((rel, None if note is None else _encoder.encode(fields(note))))
+        out.append((rel, _encoder.encode(fields(note)) if isinstance(note, Note) else note))
     return out
+
+
+def _inline(root: str, items: list[tuple[str, int]], max_bytes: int) -> Iterator[Parsed]:
+    for rel, mtime_ns in items:
+        note = read_parse(root, rel, mtime_ns, max_bytes)
+        if isinstance(note, str):
+            logger.warning("%s", note)
+            note = None
+        yield rel, note, None
 
 
 def workers_for(setting: int) -> int:
@@ -65,8 +74,7 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
     """Each (path, mtime_ns) of `items` read and parsed, in order. At most a few chunks per
     worker are in flight, so parsed bodies never pile up ahead of the index."""
     if workers <= 1 or len(items) < POOL_MIN:
-        for rel, mtime_ns in items:
-            yield rel, read_parse(root, rel, mtime_ns, max_bytes), None
+        yield from _inline(root, items, max_bytes)
         return
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
     done = 0
@@ -77,7 +85,9 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
             queued = len(pending)
             while pending:
                 for rel, data in pending.popleft().result():
-                    if data is None:
+                    if not isinstance(data, bytes):
+                        if data:  # the worker could not read it: logged here, with the daemon's logging
+                            logger.warning("%s", data)
                         yield rel, None, None
                     else:
                         doc = _decoder.decode(data)
@@ -89,5 +99,4 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
     except BrokenProcessPool:
         logger.warning("a parsing worker died; parsing the rest in the daemon")
         for c in chunks[done:]:
-            for rel, mtime_ns in c:
-                yield rel, read_parse(root, rel, mtime_ns, max_bytes), None
+            yield from _inline(root, c, max_bytes)
