@@ -48,6 +48,8 @@ def main() -> int:
         try:
             vault = work / src.name
             shutil.copytree(src, vault)
+            for path in [vault, *vault.rglob("*")]:  # a copy of a read-only tree: the splitter skips read-only files
+                path.chmod(path.stat().st_mode | 0o200)
             original = tree(vault)
             cfg = Config(vault=str(vault), state_dir=str(work / "state"))
             cfg = msgspec.structs.replace(cfg, split=msgspec.structs.replace(cfg.split, quiet=0.0)).load()
