@@ -4,7 +4,7 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vaultd.config import Config
@@ -133,6 +133,7 @@ _words = st.sampled_from(["index", "Index", "indexes", "reindex", "가치관", "
 
 @settings(max_examples=300, deadline=None)
 @given(text=st.lists(_words, max_size=60).map("".join), query=st.lists(_words, min_size=1, max_size=3))
+@example(text="index\n\x00", query=["index", "\x00"])  # NUL: decoding turns it into a space
 def test_snippets_from_bytes_equal_snippets_from_text(text, query):
     """The bytes fast path finds the same lines, spans and columns as the decoded text."""
     from vaultd.parse import decode

@@ -181,9 +181,9 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
 
     `text` may be the file's bytes: UTF-8 is searched as it is (lower-casing 150 KB of
     non-ASCII text costs more than the rest of a search), and only the chosen lines are
-    decoded. Bytes that need more (CR line ends, query words with non-ASCII letters) are
-    decoded first."""
-    if isinstance(text, bytes) and (b"\r" in text or matcher.latin_b is None):
+    decoded. Bytes that need more (CR line ends, NULs, query words with non-ASCII letters)
+    are decoded first."""
+    if isinstance(text, bytes) and (b"\r" in text or b"\x00" in text or matcher.latin_b is None):
         text = decode(text)[0]
     nl = "\n" if isinstance(text, str) else b"\n"
     body_start = 0
@@ -212,7 +212,7 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     for *_, s in heapq.nsmallest(n, scored):  # only the chosen lines are cut and highlighted
         line = text[s : lines[s][0]]
         if isinstance(line, bytes):
-            line = line.decode("utf-8", "replace").replace("\x00", " ")
+            line = line.decode("utf-8", "replace")
             line = line[1:] if s == 0 and line.startswith("\ufeff") else line
         spans, _ = matcher.spans(line)
         if spans:

@@ -10,6 +10,7 @@ import stat
 import threading
 import time
 from collections import Counter
+from operator import attrgetter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -341,8 +342,9 @@ class Vault:
                 data = f.read(self.config.index.max_file_mb << 20)
         except OSError:
             return []
-        skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if note.path.endswith(".md") else 0
-        return best_lines(data, matcher, skip=skip, headings=sorted(note.headings, key=lambda h: h.line))
+        fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
+        skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if fm else 0
+        return best_lines(data, matcher, skip=skip, headings=sorted(note.headings, key=attrgetter("line")))
 
     # -- graph ------------------------------------------------------------------
 
