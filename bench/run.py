@@ -62,6 +62,15 @@ print(time.perf_counter() - t)
 """
 
 
+SAME_INDEX = r"""
+import sys
+from vaultd.index import NoteIndex
+kept, fresh = (NoteIndex(d).load_notes() for d in sys.argv[1:3])
+print(sum(1 for p in kept.keys() | fresh.keys() if p not in kept or p not in fresh
+          or (kept[p].hash, kept[p].size) != (fresh[p].hash, fresh[p].size)))
+"""
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
@@ -295,10 +304,16 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     lost = [k for k, tok in last.items() if not d.c.ask("search", q=tok, limit=1)["hits"]]
     notes = d.c.ask("status")["notes"]
     on_disk = len([p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()])
-    rows.append(("(g) churn: writes, lost, drain s", f"{n} writes, {len(lost)} lost, {drained:.2f} s",
-                 f"{notes} notes indexed, {on_disk} on disk", "", "0 lost, ≤ 2 s"))
     rows.insert(2, ("(e) restart, nothing changed, s", f"{t_restart:.2f}", "", "", "≤ 2" if seed else "≤ 1"))
     d.stop()
+    # ... and the index the daemon kept equals a fresh build of the same files
+    subprocess.run([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(work / "fresh"),
+                    "--config", str(cfg)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    differ = int(subprocess.run([sys.executable, "-c", SAME_INDEX, str(state / "index"), str(work / "fresh" / "index")],
+                                capture_output=True, text=True, check=True).stdout)
+    rows.append(("(g) churn: writes, lost, drain s", f"{n} writes, {len(lost)} lost, {drained:.2f} s",
+                 f"{notes} notes indexed, {on_disk} on disk; {differ} differ from a fresh build", "",
+                 "0 lost, ≤ 2 s"))
     label = f"{name}: {len(files)} notes, {mb:.0f} MB"
     return [(label if i == 0 else "", *r) for i, r in enumerate(rows)]
 
