@@ -184,7 +184,7 @@ class Graph:
                     d = cache.get(ck)
                     if d is None:
                         d = cache[ck] = self._shared(self.resolve(note, link, folder))
-                    dk = ck[:2] + ck[3:4]
+                    dk = (kind, link.target, link.label)  # what _deps reads
                     if (ds := dep_cache.get(dk)) is None:
                         ds = dep_cache[dk] = tuple(map(sys.intern, _deps(link)))
                     dests.append(d)

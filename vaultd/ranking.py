@@ -108,6 +108,11 @@ def _date_bound(val: str) -> float | None:
     return parse_date(val) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", val) else None
 
 
+def stem(word: str) -> str:
+    """The term `word` is searched by (itself when the analyzer drops it)."""
+    return (_EN.analyze(word) or [word])[0]
+
+
 def _split(text: str) -> tuple[list[str], list[str]]:
     """(English stems, CJK runs) of a piece of query text."""
     cjk = [w.lower() for w in CJK_RUN.findall(text)]

@@ -11,6 +11,7 @@ import msgspec
 
 from .index import CJK_RUN
 from .parse import decode
+from .ranking import stem
 
 MAX_WIDTH = 240
 MAX_PER_TERM = 200
@@ -30,12 +31,6 @@ class Snippet(msgspec.Struct):
     """The heading the line sits under (None above the first heading)."""
 
 
-def _stemmer():
-    from .ranking import _EN  # the analyzer queries are stemmed with
-
-    return _EN
-
-
 class Matcher:
     """Finds query words in text: a Latin word or its stem at a word start (so `index`
     finds `indexes`), and the bigrams of a CJK run anywhere, overlapping, so that
@@ -51,8 +46,7 @@ class Matcher:
                 latin.add(w.lower())
         self.latin = sorted(latin, key=len, reverse=True)
         # A word and its stem count as one term when lines are scored (`memory` and `memori`)
-        analyze = _stemmer().analyze
-        self.keys = {w: (analyze(w) or [w])[0] for w in self.latin} | {g: g for g in self.grams}
+        self.keys = {w: stem(w) for w in self.latin} | {g: g for g in self.grams}
         # Byte forms for files searched as UTF-8 bytes: bytes.lower() lowers only ASCII, so
         # that way is taken only when every Latin term is ASCII.
         self.latin_b = [w.encode() for w in self.latin] if all(w.isascii() for w in self.latin) else None
@@ -76,7 +70,7 @@ class Matcher:
                 for w in self.latin:  # longest first: it keeps its start
                     i, n = low.find(w), 0
                     while i >= 0 and n < MAX_PER_TERM:
-                        if (i == 0 or not (low[i - 1].isalnum() or low[i - 1] == "_")) and i not in out:
+                        if (i == 0 or not _in_word(low, i)) and i not in out:
                             out[i] = (i, i + len(w), w)
                             n += 1
                         i = low.find(w, i + 1)
@@ -191,14 +185,14 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
         body_start = text.find(nl, body_start) + 1 or len(text)
     enough = 3 * n  # lines holding every term, to choose `n` from (by matches): then the search stops
     if isinstance(text, bytes):
-        lines, done = {}, False
+        def scan(b: bytes) -> tuple[dict[int, list], bool]:
+            return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, enough, body_start)
+
         head = text.rfind(b"\n", 0, HEAD) + 1
-        if len(text) > HEAD and head > RARITY:  # most searches end in the head: lower-case only it first
-            lines, done = _matching_lines(text[:head], text[:head].lower(), matcher.latin_b, matcher.grams_b,
-                                          matcher.keys, enough, body_start)
+        # most searches end in the head: lower-case only it first
+        lines, done = scan(text[:head]) if len(text) > HEAD and head > RARITY else ({}, False)
         if not done:
-            lines, _ = _matching_lines(text, text.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, enough,
-                                       body_start)
+            lines = scan(text)[0]
     else:
         low = text.lower()
         lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, enough, body_start)[0] \

@@ -3,6 +3,7 @@ turns dirty paths into one index commit, and answers queries."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 import os
@@ -10,8 +11,8 @@ import stat
 import threading
 import time
 from collections import Counter
-from operator import attrgetter
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 from pathlib import Path
 
 import msgspec
@@ -39,23 +40,29 @@ LOG_MAX = 100_000
 """Change records kept for `changes --since`."""
 
 Progress = Callable[[int, int], None]
+"""progress(done, total): injected by the caller; the library never prints."""
 
 
 class Stopped(Exception):
     """A batch given up because the daemon is stopping."""
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
 def _release_freed_memory() -> None:
     """Give freed heap back to the system: glibc keeps it otherwise, in one arena per thread
     (the graph build frees tens of MB; each commit, Tantivy's threads ~15 MB). About 1 ms.
     Elsewhere than glibc, nothing to do."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-"""progress(done, total): injected by the caller; the library never prints."""
+    if trim := _malloc_trim():
+        trim(0)
 
 
 class Vault:
@@ -305,7 +312,7 @@ class Vault:
             notes = self.notes
             extra = heapq.nlargest(max(limit, 10), ((m, t) for t, m in anchors.items()
                                                     if m >= 0.5 and t not in seen and t in notes))
-            found += [(top * 0.5 * m, self.notes[t]) for m, t in extra]
+            found += [(top * 0.5 * m, notes[t]) for m, t in extra]
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
         with_cold = scope == "all"

@@ -39,7 +39,7 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
-def _parser(only: str | None = None) -> argparse.ArgumentParser:
+def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     import argparse  # here: the quick path (see _quick) never needs it
 
     # A known command means no help will be shown: a fixed width spares argparse looking
