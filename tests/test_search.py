@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vaultd.config import Config
+from vaultd.index import CJK_RUN, cjk_text
 from vaultd.ranking import parse
 from vaultd.vault import Vault
 
@@ -159,3 +160,10 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
     m = Matcher(query, query)
     assert len(text.encode()) > 1 << 16
     assert best_lines(text.encode(), m, skip=3) == best_lines(text, m, skip=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["가치관", "이", "漢字", "カナ", "ㄱ", "ᄀ", "a", "é", " ", "\n", "—", "·"]), max_size=30).map("".join))
+def test_bigram_text_is_every_hangul_han_kana_run(text):
+    # cjk_text splits on the gaps (faster); this is what it must equal: the runs, found
+    assert cjk_text(text) == " ".join(CJK_RUN.findall(text))
