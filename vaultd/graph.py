@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 
-from .note import ID_ANCHOR, Link, Note, links_of
+from .note import ID_ANCHOR, Link, Note, headings_of, links_of
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(
@@ -545,7 +545,7 @@ class _Anchors:
     def __init__(self, note: Note):
         self.loose: dict[str, int] = {}
         self.ids: dict[str, int] = {}
-        for h in reversed(note.headings):  # the first heading of a name wins
+        for h in reversed(headings_of(note)):  # the first heading of a name wins
             self.loose[loose(h.text)] = h.line
             self.ids[h.anchor] = h.line
         self.blocks = {b.id: b.line for b in note.blocks}

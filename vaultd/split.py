@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .config import Split
 from .graph import Graph
-from .note import Heading, Note
+from .note import Heading, Note, headings_of
 from .parse.denote import parse_name
 from .state import write_atomic
 
@@ -139,7 +139,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if len(data) <= cfg.threshold:
         raise SplitError(f"{note.path} is {len(data)} bytes, not over the {cfg.threshold}-byte threshold")
     lines = data.splitlines(keepends=True)
-    heads = sorted(note.headings, key=lambda h: h.line)
+    heads = sorted(headings_of(note), key=lambda h: h.line)
     if not heads:
         raise SplitError(f"{note.path} has no headings to split at")
     chunks, oversized = _sections(lines, heads, cfg.threshold - HEADER_ROOM)

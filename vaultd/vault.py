@@ -25,7 +25,7 @@ from .errors import AmbiguousNote, NoteNotFound, QueryError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch, path_key
-from .note import Note, compact
+from .note import Note, compact, headings_of
 from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
@@ -351,7 +351,7 @@ class Vault:
             return []
         fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
         skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if fm else 0
-        return best_lines(data, matcher, skip=skip, headings=sorted(note.headings, key=attrgetter("line")))
+        return best_lines(data, matcher, skip=skip, headings=sorted(headings_of(note), key=attrgetter("line")))
 
     # -- graph ------------------------------------------------------------------
 
@@ -497,17 +497,18 @@ class Vault:
             lines, start = lines_of(note)
             if not lines:
                 continue
-            secs = ctx.ranked_sections(lines, note.headings, matcher, start) if matcher else []
-            sections.append((note, lines, secs or [(*ctx.section(lines, note.headings, start, start), start, None)]))
+            heads = headings_of(note)
+            secs = ctx.ranked_sections(lines, heads, matcher, start) if matcher else []
+            sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
         # The best section of every hit, then the runners-up of the top three, while the budget lasts
         for round_, cut in ((0, len(sections)), (1, 3)):
-            for rank_, (note, lines, secs) in enumerate(sections[:cut], 1):
+            for rank_, (note, lines, heads, secs) in enumerate(sections[:cut], 1):
                 if round_ >= len(secs):
                     continue
                 first, last, focus, heading = secs[round_]
                 why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
                 make = maker(note, lines, "hit", why)
-                whole = make(first, ctx.whole_section(lines, note.headings, first, last))
+                whole = make(first, ctx.whole_section(lines, heads, first, last))
                 if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
                 if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
@@ -648,7 +649,7 @@ class Vault:
 def _section(note: Note, heading: str, n_lines: int) -> tuple[int, int]:
     """First and last line of the section under `heading` (text, anchor, or custom id)."""
     want = heading.strip().lstrip("#*").strip().casefold()
-    hs = sorted(note.headings, key=lambda h: h.line)
+    hs = sorted(headings_of(note), key=lambda h: h.line)
     for i, h in enumerate(hs):
         if h.text.casefold() == want or h.anchor.casefold() == want:
             end = next((o.line - 1 for o in hs[i + 1 :] if o.level <= h.level), n_lines)
