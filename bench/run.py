@@ -38,7 +38,7 @@ BIN = Path(sys.executable).parent
 RAW_TANTIVY = r"""
 import sys, time, tantivy
 from pathlib import Path
-from vaultd.index import _schema, _register, cjk_text
+from vaultd.index import _schema, _register, split_cjk
 root, out = Path(sys.argv[1]), sys.argv[2]
 files = [p for p in root.rglob('*') if p.suffix in ('.md', '.org') and p.is_file()]
 t = time.perf_counter()
@@ -51,7 +51,7 @@ for p in files:
     d.add_text('path', p.relative_to(root).as_posix())
     d.add_text('title', p.stem)
     d.add_text('body', text)
-    ko = cjk_text(text)
+    ko = split_cjk(text)[1]
     if ko:
         d.add_text('body_ko', ko)
     d.add_bytes('meta', b'')
