@@ -69,17 +69,23 @@ def path_key(path: str) -> int:
     return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=8).digest(), "little", signed=True)
 
 
+_HOLDER = "\u4e00"
+"""What a stemmed field gets for each Hangul/Han/Kana run: a character of the same class, so
+the tokenizer cuts the same words as from the text itself (positions, field lengths and
+so phrases and BM25 stay as they were), and no query can name it (queries send
+these scripts to the bigram fields only)."""
+
+
 def split_cjk(text: str) -> tuple[str, str]:
-    """`text` with each Hangul/Han/Kana run blanked (what a stemmed field gets), and those
-    runs, space separated (what its bigram twin gets). Korean words are only ever searched
-    by bigrams, so indexing them as words too cost Tantivy a third of its time at seed
-    scale; blanked, a particle no longer glues to a Latin word (`index를` is found by
-    `index`). One split serves both: faster than finding the runs, since the regex engine
-    crosses each gap in one step instead of failing a match at every character of it."""
+    """(`text` for a stemmed field, each Hangul/Han/Kana run replaced by _HOLDER; those runs,
+    space separated, for its bigram twin). Korean words are only ever searched by bigrams,
+    and indexed as words too, every word with its particle a term of its own, they cost
+    Tantivy a third of its time at seed scale. One split serves both, and it is faster
+    than finding the runs: the regex engine crosses each gap in one step."""
     if text.isascii():  # reads a flag: no scan
         return text, ""
     parts = _CJK_SPLIT.split(text)  # gap, run, gap, run, ..., gap
-    return " ".join(parts[0::2]), " ".join(parts[1::2])
+    return _HOLDER.join(parts[0::2]), " ".join(parts[1::2])
 
 
 def _schema() -> tantivy.Schema:
