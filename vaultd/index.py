@@ -72,8 +72,9 @@ def path_key(path: str) -> int:
 _HOLDER = "\u4e00"
 """What a stemmed field gets for each Hangul/Han/Kana run: a character of the same class, so
 the tokenizer cuts the same words as from the text itself (positions, field lengths and
-so phrases and BM25 stay as they were), and no query can name it (queries send
-these scripts to the bigram fields only)."""
+so phrases and BM25 stay as they were, but for words over 40 bytes, which it dropped and
+now counts), and no query can name it (queries send these scripts to the bigram fields
+only)."""
 
 
 def split_cjk(text: str) -> tuple[str, str]:
