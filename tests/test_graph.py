@@ -176,3 +176,7 @@ def test_incremental_updates_equal_a_fresh_build():
         assert _snapshot(g) == _snapshot(fresh)
         assert g.back == fresh.back
         assert g._anchor_text == fresh._anchor_text
+        # every term's order asked for (and so kept) now: the next update must renew what it changes
+        every = set(fresh._anchor_text) | set(g._anchor_order)
+        assert {t: g.anchored_by(t) for t in every} == {t: sorted(fresh._anchor_text.get(t, ()), reverse=True)
+                                                       for t in every}

@@ -113,6 +113,7 @@ class Graph:
         self._terms = terms
         self._anchor_text: dict[str, Counter[str]] = defaultdict(Counter)  # term -> target -> labels using it
         self._src_anchor: dict[str, tuple[str, ...]] = {}  # src -> (term, target, term, target, ...)
+        self._anchor_order: dict[str, list[str]] = {}  # term -> its targets by path, last first (see anchored_by)
         self.notes: dict[str, Note] = {}
         self._out: dict[str, list[Dest]] = {}  # parallel to note.links
         self._back: dict[str, set[str]] = defaultdict(set)  # target -> the sources linking to it
@@ -207,7 +208,10 @@ class Graph:
             if link.label and d.target is not None and d.target != src and link.kind != "url":
                 for t in set(self._terms(link.label)):
                     t = sys.intern(t)
-                    self._anchor_text[t][d.target] += 1
+                    c = self._anchor_text[t]
+                    if d.target not in c:
+                        self._anchor_order.pop(t, None)
+                    c[d.target] += 1
                     pairs += (t, d.target)
         if pairs:
             self._src_anchor[src] = tuple(pairs)
@@ -230,6 +234,15 @@ class Graph:
                     out[target] = out.get(target, 0.0) + w
             return out
 
+    def anchored_by(self, term: str) -> list[str]:
+        """The notes link labels name with `term`, by path, last first: what anchor_match
+        ranks them by when the query has one term (sorted once until they change)."""
+        with self._lock:
+            out = self._anchor_order.get(term)
+            if out is None:
+                out = self._anchor_order[term] = sorted(self._anchor_text.get(term, ()), reverse=True)
+            return out
+
     def _drop(self, src: str) -> None:
         pairs = self._src_anchor.pop(src, ())
         for t, target in zip(pairs[::2], pairs[1::2]):
@@ -237,6 +250,7 @@ class Graph:
             c[target] -= 1
             if c[target] <= 0:
                 del c[target]
+                self._anchor_order.pop(t, None)
                 if not c:
                     del self._anchor_text[t]
         self._src_deps.pop(src, None)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from itertools import islice
 from operator import attrgetter
 from pathlib import Path
 
@@ -310,8 +311,12 @@ class Vault:
             top = max((score for score, _ in found), default=1.0)
             seen = {n.path for _, n in found}
             notes = self.notes
-            extra = heapq.nlargest(max(limit, 10), ((m, t) for t, m in anchors.items()
-                                                    if m >= 0.5 and t not in seen and t in notes))
+            k = max(limit, 10)
+            if len(set(p.terms)) == 1:  # every note it names weighs 1: the best are the last by path
+                extra = [(1.0, t) for t in islice((t for t in graph.anchored_by(p.terms[0])
+                                                   if t not in seen and t in notes), k)]
+            else:
+                extra = heapq.nlargest(k, ((m, t) for t, m in anchors.items() if m >= 0.5 and t not in seen and t in notes))
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
@@ -346,7 +351,8 @@ class Vault:
             return []
         try:
             with open(self.root / note.path, "rb") as f:
-                data = f.read(self.config.index.max_file_mb << 20)
+                # read(n) allocates n bytes up front: ask for the file's size, capped
+                data = f.read(min(os.fstat(f.fileno()).st_size + 1, self.config.index.max_file_mb << 20))
         except OSError:
             return []
         fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
