@@ -180,3 +180,33 @@ def test_incremental_updates_equal_a_fresh_build():
         every = set(fresh._anchor_text) | set(g._anchor_order)
         assert {t: g.anchored_by(t) for t in every} == {t: sorted(fresh._anchor_text.get(t, ()), reverse=True)
                                                        for t in every}
+
+
+def test_anchor_best_equals_ranking_every_note_named():
+    """AnchorMatch visits a level of notes at a time: it must pick what ranking every named
+    note by (share, path) picks, ties and skips included."""
+    import heapq
+    import random
+    from collections import Counter
+
+    from vaultd.graph import AnchorMatch
+
+    rnd = random.Random(3)
+    for _ in range(300):
+        n_terms = rnd.randint(1, 10)
+        sets = []
+        for i in range(n_terms):
+            named = Counter({f"n{rnd.randint(0, 40):02d}.md": 1 for _ in range(rnd.randint(0, 30))})
+            sets.append((f"t{i}", named, rnd.choice([1.0, 2.0, rnd.random()])))
+        total = sum(w for *_, w in sets)
+        sets = sorted([(t, c, w / total) for t, c, w in sets], key=lambda x: -len(x[1]))
+        every: dict[str, float] = {}
+        for _, named, w in sets:
+            for t in named:
+                every[t] = every.get(t, 0.0) + w
+        skipped = {f"n{rnd.randint(0, 40):02d}.md" for _ in range(5)}
+        k, least = rnd.randint(1, 12), rnd.choice([0.5, 0.3, 0.0])
+        m = AnchorMatch([x for x in sets if x[1]], lambda t: sorted(next(c for u, c, _ in sets if u == t), reverse=True))
+        want = heapq.nlargest(k, ((s, t) for t, s in every.items() if s >= least and t not in skipped))
+        assert m.best(k, least, skipped.__contains__) == want
+        assert all(m.get(t) == s for t, s in every.items()) and m.get("none.md") == 0.0

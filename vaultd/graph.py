@@ -16,6 +16,7 @@ PDFs) and URLs are kept but are not edges.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import os
 import posixpath
@@ -24,7 +25,8 @@ import sys
 import threading
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, KeysView
+from itertools import islice
 from typing import Any
 
 import msgspec
@@ -94,6 +96,65 @@ def stem_of(path: str) -> str:
 def _has_attachment_ext(target: str) -> bool:
     ext = os.path.splitext(target)[1][1:].lower()
     return ext in ATTACHMENT_EXTS
+
+
+class AnchorMatch:
+    """Graph.anchor_match's answer, worked out only where asked: a note's share, or the
+    best notes by share (then path, last first) without visiting every note named."""
+
+    def __init__(self, sets: list[tuple[str, Counter[str], float]], order: Callable[[str], list[str]]) -> None:
+        self._sets = sets  # (term, the notes named with it, its weight), commonest term first
+        self._order = order
+
+    def __bool__(self) -> bool:
+        return bool(self._sets)
+
+    def get(self, target: str, default: float = 0.0) -> float:
+        hit, m = False, 0.0
+        for _, named, w in self._sets:
+            if target in named:
+                hit, m = True, m + w
+        return m if hit else default
+
+    def best(self, k: int, least: float, skip: Callable[[str], bool]) -> list[tuple[float, str]]:
+        """The `k` best (share, note) with share ≥ `least`, leaving out notes `skip` says:
+        level by level, where a level is the notes named with exactly one subset of the terms."""
+        sets = self._sets
+        if len(sets) > 8:  # 255 subsets: visiting every note is quicker
+            every: dict[str, float] = {}
+            for _, named, w in sets:
+                for t in named:
+                    every[t] = every.get(t, 0.0) + w
+            return heapq.nlargest(k, ((m, t) for t, m in every.items() if m >= least and not skip(t)))
+        levels: dict[float, list[int]] = {}
+        for mask in range(1, 1 << len(sets)):
+            m = 0.0
+            for i, (_, _, w) in enumerate(sets):
+                if mask >> i & 1:
+                    m += w
+            if m >= least:
+                levels.setdefault(m, []).append(mask)
+        out: list[tuple[float, str]] = []
+        for m in sorted(levels, reverse=True):
+            found: set[str] | KeysView[str] = set()
+            for mask in levels[m]:
+                ins = [x for i, x in enumerate(sets) if mask >> i & 1]
+                rarest = min(ins, key=lambda x: len(x[1]))
+                if len(sets) == 1:  # one term: every note it names
+                    found = rarest[1].keys()
+                    break
+                there = set(rarest[1]).intersection(*(named for _, named, _ in ins if named is not rarest[1]))
+                for i, (_, named, _) in enumerate(sets):
+                    if not mask >> i & 1:
+                        there.difference_update(named)
+                found |= there
+            # one subset: its notes in the order kept for its rarest term, else sorted here
+            walk = (t for t in self._order(rarest[0]) if t in found) if len(levels[m]) == 1 \
+                else sorted(found, reverse=True)
+            out += [(m, t) for t in islice((t for t in walk if not skip(t)), k - len(out))]
+            if len(out) >= k:
+                break
+        return out
 
 
 class Graph:
@@ -216,23 +277,17 @@ class Graph:
         if pairs:
             self._src_anchor[src] = tuple(pairs)
 
-    def anchor_match(self, terms: list[str]) -> dict[str, float]:
-        """For each note some link label names with these terms: the idf-weighted share of the
-        terms its labels cover (0..1)."""
+    def anchor_match(self, terms: list[str]) -> AnchorMatch:
+        """The notes link labels name with these terms, each with the idf-weighted share of
+        the terms its labels cover (0..1)."""
         with self._lock:
             n = max(1, len(self.notes))
             weights = {t: math.log(1 + n / (1 + len(self._anchor_text.get(t, ())))) for t in set(terms)}
             total = sum(weights.values()) or 1.0
-            sets = sorted(((self._anchor_text.get(t, {}), w / total) for t, w in weights.items()),
-                          key=lambda sw: -len(sw[0]))
-            if not sets:
-                return {}
-            # The commonest term fills the dict at C speed; the rarer ones add to it.
-            out = dict.fromkeys(sets[0][0], sets[0][1])
-            for targets, w in sets[1:]:
-                for target in targets:
-                    out[target] = out.get(target, 0.0) + w
-            return out
+            # commonest first: the order the shares are summed in
+            ranked = sorted(((len(self._anchor_text.get(t, ())), t, w / total) for t, w in weights.items()),
+                            key=lambda x: -x[0])
+            return AnchorMatch([(t, self._anchor_text[t], w) for size, t, w in ranked if size], self.anchored_by)
 
     def anchored_by(self, term: str) -> list[str]:
         """The notes link labels name with `term`, by path, last first: what anchor_match

@@ -4,7 +4,6 @@ turns dirty paths into one index commit, and answers queries."""
 from __future__ import annotations
 
 import functools
-import heapq
 import logging
 import os
 import stat
@@ -12,7 +11,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from itertools import islice
 from operator import attrgetter
 from pathlib import Path
 
@@ -311,12 +309,7 @@ class Vault:
             top = max((score for score, _ in found), default=1.0)
             seen = {n.path for _, n in found}
             notes = self.notes
-            k = max(limit, 10)
-            if len(set(p.terms)) == 1:  # every note it names weighs 1: the best are the last by path
-                extra = [(1.0, t) for t in islice((t for t in graph.anchored_by(p.terms[0])
-                                                   if t not in seen and t in notes), k)]
-            else:
-                extra = heapq.nlargest(k, ((m, t) for t, m in anchors.items() if m >= 0.5 and t not in seen and t in notes))
+            extra = anchors.best(max(limit, 10), 0.5, lambda t: t in seen or t not in notes)
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
