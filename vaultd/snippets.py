@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import re
+from collections import Counter
 
 import msgspec
 
@@ -126,19 +127,25 @@ def _has(hay, w, s: int, e: int, word_start: bool) -> bool:
     return False
 
 
-def _matching_lines(text, low, latin, grams, keys: dict, enough: int, body: int = 0) -> tuple[dict[int, list], bool]:
+def _matching_lines(text, low, latin, grams, keys: dict, n: int, body: int = 0) -> tuple[dict[int, list], bool]:
     """Lines of `text` (str, or UTF-8 bytes) holding query terms, by start offset: [end,
     the terms in it, matches]. Terms are looked for rarest first, and a line found is
     checked for every term at once: the Python loop runs per line, not per occurrence,
-    and the lines where all terms meet are among the first a rare term leads to; it stops
-    once `enough` lines from offset `body` on hold every term, and says whether it did.
+    and the lines where all terms meet are among the first a rare term leads to. It stops
+    once 3n lines from offset `body` on hold every term, and says whether it did; or once
+    the terms passed over cannot change the best `n` (a line not yet found lacks every
+    term looked for in full, so it holds fewer terms than each of `n` found).
     `low` is `text` lower-cased with the same offsets."""
     lines: dict[int, list] = {}
     nl = "\n" if isinstance(text, str) else b"\n"
     terms = sorted([(w, low, True) for w in latin] + [(g, text, False) for g in grams],
                    key=lambda t: t[1].count(t[0], 0, RARITY))  # how rare, judged by the first 32 KB
-    full, every = 0, len({keys[w] for w, _, _ in terms})
+    unread = Counter(keys[w] for w, _, _ in terms)  # per key, its terms not yet looked for in full
+    full, every, enough = 0, len(unread), 3 * n
     for w, hay, word_start in terms:
+        most = sum(1 for c in unread.values() if c)  # the terms a line not found yet can hold
+        if most < every and sum(len(t) > most for s, (_, t, _) in lines.items() if s >= body) >= n:
+            break
         i, k = hay.find(w), 0
         while i >= 0 and k < MAX_LINES and full < enough:
             if word_start and i and _in_word(hay, i):
@@ -153,6 +160,8 @@ def _matching_lines(text, low, latin, grams, keys: dict, enough: int, body: int 
                 lines[s] = [e, found, sum(h.count(x, s, e) for x, h in there)]
                 full += len(found) == every and s >= body
             i, k = hay.find(w, e), k + 1
+        if i < 0:  # every line holding `w` is in
+            unread[keys[w]] -= 1
     return lines, full >= enough
 
 
@@ -183,10 +192,9 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     body_start = 0
     for _ in range(skip):
         body_start = text.find(nl, body_start) + 1 or len(text)
-    enough = 3 * n  # lines holding every term, to choose `n` from (by matches): then the search stops
     if isinstance(text, bytes):
         def scan(b: bytes) -> tuple[dict[int, list], bool]:
-            return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, enough, body_start)
+            return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n, body_start)
 
         head = text.rfind(b"\n", 0, HEAD) + 1
         # most searches end in the head: lower-case only it first
@@ -195,7 +203,7 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
             lines = scan(text)[0]
     else:
         low = text.lower()
-        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, enough, body_start)[0] \
+        lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n, body_start)[0] \
             if len(low) == len(text) else _exact_lines(text, matcher)
     if not lines:
         return []
