@@ -167,3 +167,30 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
 def test_stemmed_fields_get_text_without_hangul_han_kana_and_bigram_fields_the_runs(text):
     # split_cjk splits once for both (faster); this is what it must equal
     assert split_cjk(text) == (CJK_RUN.sub("\u4e00", text), " ".join(CJK_RUN.findall(text)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.lists(st.sampled_from(["memory", "Index", "indexes", "rare", "reindex", "plain", "x_index", "memories"]),
+                               max_size=4).map(" ".join), max_size=40),
+       query=st.lists(st.sampled_from(["memory", "index", "rare", "indexes", "memories"]), min_size=1, max_size=3, unique=True))
+@example(lines=["memories"] * 3 + ["memory memory memory", "memory", "memory"], query=["memory", "memories"])
+def test_snippets_are_the_lines_with_most_terms_then_most_matches(lines, query):
+    """The search for lines stops early (rarest term first; once the terms not yet read
+    cannot change the outcome): what it picks is what looking at every line picks."""
+    import re
+
+    from vaultd.ranking import stem
+    from vaultd.snippets import Matcher, best_lines
+
+    def score(line):
+        low = line.lower()
+        there = [w for w in query if re.search(rf"(?<!\w){w}", low)]
+        return len({stem(w) for w in there}), sum(low.count(w) for w in there)
+
+    scored = [(*score(line), i + 1) for i, line in enumerate(lines)]
+    every = len({stem(w) for w in query})
+    if sum(s[0] == every for s in scored) >= 9:  # past 3n lines with every term the search stops on purpose
+        return
+    want = sorted(i for _, _, i in sorted((s for s in scored if s[0]), key=lambda s: (-s[0], -s[1], s[2]))[:3])
+    got = [sn.line for sn in best_lines("\n".join(lines).encode(), Matcher(query, query))]
+    assert got == want
