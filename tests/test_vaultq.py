@@ -221,3 +221,15 @@ def test_quick_search_reads_argv_as_argparse_does(argv):
     if quick is not None:
         assert quick == vars(_parser().parse_args(argv))
     assert _quick(["search", "deep", "work"]) is not None
+
+
+def test_a_reader_that_leaves_early_is_no_error(sock):
+    # `vaultq search x | head -1`: the pipe is closed before vaultq writes; its output
+    # buffered, as it is for a user (not PYTHONUNBUFFERED), fails only when flushed at exit
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    p = subprocess.Popen([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "search", "boredom"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdout.close()
+    with p.stderr:
+        assert p.wait(timeout=30) == 0
+        assert "Error" not in p.stderr.read().decode()
