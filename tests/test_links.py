@@ -53,6 +53,11 @@ def test_line_and_column_count_characters():
 def test_nothing_inside_code():
     md = "```\n[[fenced]]\n```\n~~~\n[[tilde]]\n~~~\n\n    [[indented]]\n\n`[[inline]]` and ``[[double]]``\n[[real]]"
     assert [l[3] for l in links("a.md", md)] == ["real"]
+    # a note without fences is read only at some lines: whether an indented line is code
+    # depends on the line before, which must still be read
+    assert [l[3] for l in links("a.md", "para\n    [[lazy]]\n\n    [[code]]\n\n[[real]]")] == ["lazy", "real"]
+    assert [l[3] for l in links("a.md", "para\n\t[[lazy]]\n\n\t[[code]]\n\n[[real]]")] == ["lazy", "real"]
+    assert [l[3] for l in links("a.org", "#+Begin_Src sh\n[[file:x.org]]\n#+end_src\n[[file:real.org]]")] == ["real.org"]
     org = "#+begin_src sh\n[[file:x.org]]\n#+end_src\n#+BEGIN_EXAMPLE\n[[y]]\n#+END_EXAMPLE\n: [[fixed]]\n=[[v]]= ~[[c]]~ [[file:real.org]]"
     assert [l[3] for l in links("a.org", org)] == ["real.org"]
 
@@ -114,3 +119,18 @@ def test_link_soup_never_raises_and_positions_are_real(parts, name):
         first, *rest = l.raw.split("\n")
         assert lines[l.line - 1][l.col - 1 :].startswith(first)
         assert not rest or lines[l.line].startswith(rest[0])
+
+
+_pieces = st.sampled_from(["[[a]]", "[t](b.md)", "![[c#H]]", "https://x.y/z", " ^blk", "<<tgt>>", "#+title: T",
+                           ":PROPERTIES:", ": fixed", "- item [[d]]", "* Head [[e]]", "# Head", "plain words", "",
+                           "[[f][desc", "more]]", "=[[g]]=", "`[[h]]`", "#tag", "a:b", "[x]"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(st.lists(_pieces, max_size=3).map(" ".join), max_size=12), org=st.booleans())
+def test_notes_without_code_read_only_some_lines_and_give_the_same(lines, org):
+    """A note where no code block can start is read only at the lines that can hold a link
+    or an id: that must give what reading every line gives."""
+    from vaultd.parse.links import extract
+
+    assert extract(lines, 1, org, code=False) == extract(lines, 1, org, code=True)

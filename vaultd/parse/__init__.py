@@ -72,7 +72,7 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
         ident = kw.get("identifier") or ident
         note.uuids = f.uuids
         note.headings = f.headings
-        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=True)
+        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=True, code=f.code)
         note.blocks += [Block(ID_ANCHOR + u, line) for u, line in f.id_lines]
         body = "\n".join(body_lines)
     else:
@@ -88,7 +88,7 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
             note.uuids = [fm_id]
         note.aliases = markdown.meta_aliases(meta)
         note.headings = f.headings
-        note.links, note.blocks, body_lines = extract(f.lines, 1, org=False)
+        note.links, note.blocks, body_lines = extract(f.lines, 1, org=False, code=f.code)
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
         body = "\n" * f.fm_lines + "\n".join(body_lines[f.fm_lines :])
 

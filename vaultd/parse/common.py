@@ -9,6 +9,12 @@ _SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")  # any indent: fences nest in list items
 
 
+def may_fence(text: str) -> bool:
+    """Whether `text` can hold a code fence. A note without one is read only at the lines
+    that matter: one character is found at memchr speed, three take ten times longer."""
+    return ("`" in text and "```" in text) or ("~" in text and "~~~" in text)
+
+
 def fence_step(line: str, fence: tuple[str, int] | None) -> tuple[bool, tuple[str, int] | None]:
     """Track Markdown code fences line by line: (is this a fence line, the open fence after it).
 

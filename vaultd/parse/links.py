@@ -192,22 +192,27 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     return "".join(out)
 
 
-def extract(lines: list[str], first: int, org: bool) -> tuple[list[Link], list[Block], list[str]]:
+def extract(lines: list[str], first: int, org: bool, code: bool = True) -> tuple[list[Link], list[Block], list[str]]:
     """Links and block ids in `lines` (numbered from `first`), and the lines as body text.
+    `code`: whether code blocks may be there; when not, only the lines that can hold a
+    link or an id are looked at.
 
     Most lines are plain prose: each test below is guarded by a substring that its
     pattern cannot match without, so such lines cost a few `in` checks."""
     if org:
-        return _extract_org(lines, first)
-    return _extract_md(lines, first)
+        return _extract_org(lines, first, code)
+    return _extract_md(lines, first, code)
 
 
-def _extract_org(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
+def _extract_org(lines: list[str], first: int, code: bool) -> tuple[list[Link], list[Block], list[str]]:
     links: list[Link] = []
     blocks: list[Block] = []
     body = lines.copy()  # most lines are body text as they are; the others are replaced
     org_block: str | None = None
-    for i, line in enumerate(lines):
+    rows = enumerate(lines)
+    if not code:  # no block to be inside of: the lines the loop below would skip are left out
+        rows = [(i, line) for i, line in rows if ":" in line or "[" in line or "<<" in line or "://" in line]
+    for i, line in rows:
         if not line:
             continue
         if org_block is not None:
@@ -235,13 +240,16 @@ def _extract_org(lines: list[str], first: int) -> tuple[list[Link], list[Block],
     return links, blocks, body
 
 
-def _extract_md(lines: list[str], first: int) -> tuple[list[Link], list[Block], list[str]]:
+def _extract_md(lines: list[str], first: int, code: bool) -> tuple[list[Link], list[Block], list[str]]:
     links: list[Link] = []
     blocks: list[Block] = []
     body = lines.copy()  # most lines are body text as they are; the others are replaced
     fence: tuple[str, int] | None = None
     prev_blank, in_list = True, False
-    for i, line in enumerate(lines):
+    rows = enumerate(lines)
+    if not code:  # no fence, no indented line: the state below never counts, the lines left out do nothing
+        rows = [(i, line) for i, line in rows if "[" in line or "://" in line or "^" in line]
+    for i, line in rows:
         if fence is not None or "```" in line or "~~~" in line:
             is_fence, fence = fence_step(line, fence)
             if is_fence or fence is not None:

@@ -9,7 +9,7 @@ import re
 import frontmatter
 
 from ..note import Heading
-from .common import dedupe, fence_step, github_slug, split_tags
+from .common import dedupe, fence_step, github_slug, may_fence, split_tags
 
 _ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _HEADING_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")
@@ -29,7 +29,7 @@ def split_front_matter(lines: list[str]) -> int:
 
 
 class MarkdownFacts:
-    __slots__ = ("lines", "meta", "fm_lines", "headings", "tags", "problems")
+    __slots__ = ("lines", "meta", "fm_lines", "headings", "tags", "problems", "code")
 
 
 def parse(text: str) -> MarkdownFacts:
@@ -50,7 +50,13 @@ def parse(text: str) -> MarkdownFacts:
     slugs: dict[str, int] = {}
     tags: list[str] = []
     fence = None
-    for n, line in enumerate(lines[out.fm_lines :], start=out.fm_lines + 1):
+    rows = enumerate(lines[out.fm_lines :], start=out.fm_lines + 1)
+    fences = may_fence(text)
+    if not fences:  # only a line with "#" can hold a heading or a tag
+        rows = [(n, line) for n, line in rows if "#" in line]
+    # where code may be: fences, or indented lines (the other kind of code block)
+    out.code = fences or "\t" in text or "\n    " in text  # (the first line is read in either case)
+    for n, line in rows:
         if "#" not in line and fence is None and "```" not in line and "~~~" not in line:
             continue  # neither heading, tag nor fence: the common case, kept cheap
         if fence is not None or "```" in line or "~~~" in line:

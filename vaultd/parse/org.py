@@ -36,13 +36,17 @@ _DRAWER_LINE = re.compile(r"\s*:")  # property lines (orgparse: `^\s*:(.*?):`)
 _DATE_HINT = re.compile(r"CLOCK:|-\d\d-\d\d")  # no orgparse date or clock without one
 
 
+_BLOCK_BEGIN = re.compile(r"#\+begin_", re.IGNORECASE)
+
+
 class OrgFacts:
-    __slots__ = ("keywords", "headings", "uuids", "id_lines", "problems")
+    __slots__ = ("keywords", "headings", "uuids", "id_lines", "problems", "code")
 
 
 def parse(text: str) -> OrgFacts:
     out = OrgFacts()
     out.problems = []
+    out.code = _BLOCK_BEGIN.search(text) is not None  # a src/example/export block may be there
     out.keywords = {}
     for m in _KEYWORD.finditer(text):
         start = m.start()
