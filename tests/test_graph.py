@@ -187,6 +187,7 @@ def test_anchor_best_equals_ranking_every_note_named():
     note by (share, path) picks, ties and skips included."""
     import heapq
     import random
+    import threading
     from collections import Counter
 
     from vaultd.graph import AnchorMatch
@@ -206,7 +207,8 @@ def test_anchor_best_equals_ranking_every_note_named():
                 every[t] = every.get(t, 0.0) + w
         skipped = {f"n{rnd.randint(0, 40):02d}.md" for _ in range(5)}
         k, least = rnd.randint(1, 12), rnd.choice([0.5, 0.3, 0.0])
-        m = AnchorMatch([x for x in sets if x[1]], lambda t: sorted(next(c for u, c, _ in sets if u == t), reverse=True))
+        m = AnchorMatch([x for x in sets if x[1]], lambda t: sorted(next(c for u, c, _ in sets if u == t), reverse=True),
+                        threading.RLock())
         want = heapq.nlargest(k, ((s, t) for t, s in every.items() if s >= least and t not in skipped))
         assert m.best(k, least, skipped.__contains__) == want
         assert all(m.get(t) == s for t, s in every.items()) and m.get("none.md") == 0.0

@@ -100,25 +100,33 @@ def _has_attachment_ext(target: str) -> bool:
 
 class AnchorMatch:
     """Graph.anchor_match's answer, worked out only where asked: a note's share, or the
-    best notes by share (then path, last first) without visiting every note named."""
+    best notes by share (then path, last first) without visiting every note named. It
+    reads the graph's own tables, under the graph's lock: an update never shows half done."""
 
-    def __init__(self, sets: list[tuple[str, Counter[str], float]], order: Callable[[str], list[str]]) -> None:
+    def __init__(self, sets: list[tuple[str, Counter[str], float]], order: Callable[[str], list[str]],
+                 lock: threading.RLock) -> None:
         self._sets = sets  # (term, the notes named with it, its weight), commonest term first
         self._order = order
+        self._lock = lock
 
     def __bool__(self) -> bool:
         return bool(self._sets)
 
     def get(self, target: str, default: float = 0.0) -> float:
         hit, m = False, 0.0
-        for _, named, w in self._sets:
-            if target in named:
-                hit, m = True, m + w
+        with self._lock:
+            for _, named, w in self._sets:
+                if target in named:
+                    hit, m = True, m + w
         return m if hit else default
 
     def best(self, k: int, least: float, skip: Callable[[str], bool]) -> list[tuple[float, str]]:
         """The `k` best (share, note) with share ≥ `least`, leaving out notes `skip` says:
         level by level, where a level is the notes named with exactly one subset of the terms."""
+        with self._lock:
+            return self._best(k, least, skip)
+
+    def _best(self, k: int, least: float, skip: Callable[[str], bool]) -> list[tuple[float, str]]:
         sets = self._sets
         if len(sets) > 8:  # 255 subsets: visiting every note is quicker
             every: dict[str, float] = {}
@@ -290,7 +298,8 @@ class Graph:
             # commonest first: the order the shares are summed in
             ranked = sorted(((len(self._anchor_text.get(t, ())), t, w / total) for t, w in weights.items()),
                             key=lambda x: -x[0])
-            return AnchorMatch([(t, self._anchor_text[t], w) for size, t, w in ranked if size], self.anchored_by)
+            return AnchorMatch([(t, self._anchor_text[t], w) for size, t, w in ranked if size], self.anchored_by,
+                               self._lock)
 
     def anchored_by(self, term: str) -> list[str]:
         """The notes link labels name with `term`, by path, last first: what anchor_match
