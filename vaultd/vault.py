@@ -68,6 +68,7 @@ class Vault:
     def __init__(self, config: Config):
         self.config = config
         self.root = Path(config.vault)
+        self._root = str(self.root)
         self.state_dir = Path(config.state_dir)
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
@@ -342,10 +343,12 @@ class Vault:
     def _snippets(self, note: Note, matcher: Matcher) -> list:
         if not matcher:
             return []
-        try:
-            with open(self.root / note.path, "rb") as f:
-                # read(n) allocates n bytes up front: ask for the file's size, capped
-                data = f.read(min(os.fstat(f.fileno()).st_size + 1, self.config.index.max_file_mb << 20))
+        try:  # a bare descriptor: a file object costs as much again as the read
+            fd = os.open(os.path.join(self._root, note.path), os.O_RDONLY)
+            try:  # read(n) allocates n bytes up front: ask for the file's size, capped
+                data = os.read(fd, min(os.fstat(fd).st_size + 1, self.config.index.max_file_mb << 20))
+            finally:
+                os.close(fd)
         except OSError:
             return []
         fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
