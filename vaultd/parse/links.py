@@ -211,7 +211,7 @@ def _extract_org(lines: list[str], first: int, code: bool) -> tuple[list[Link], 
     org_block: str | None = None
     rows = enumerate(lines)
     if not code:  # no block to be inside of: the lines the loop below would skip are left out
-        rows = [(i, line) for i, line in rows if ":" in line or "[" in line or "<<" in line or "://" in line]
+        rows = [(i, line) for i, line in rows if ":" in line or "[" in line or "<<" in line]  # (a URL has a ":")
     for i, line in rows:
         if not line:
             continue

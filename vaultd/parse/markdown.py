@@ -54,8 +54,9 @@ def parse(text: str) -> MarkdownFacts:
     fences = may_fence(text)
     if not fences:  # only a line with "#" can hold a heading or a tag
         rows = [(n, line) for n, line in rows if "#" in line]
-    # where code may be: fences, or indented lines (the other kind of code block)
-    out.code = fences or "\t" in text or "\n    " in text  # (the first line is read in either case)
+    # where code may be: fences, or indented lines (the other kind of code block). An
+    # indented first line needs no test: read first, it meets the state it would anyway.
+    out.code = fences or "\t" in text or "\n    " in text
     for n, line in rows:
         if "#" not in line and fence is None and "```" not in line and "~~~" not in line:
             continue  # neither heading, tag nor fence: the common case, kept cheap
