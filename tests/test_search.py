@@ -52,6 +52,29 @@ def test_phrase(v):
     assert "notes/python-tips.md" in paths(v, "checker")
 
 
+@pytest.mark.parametrize("fillers", [2, 20])
+def test_phrase_of_common_and_of_rare_words(tmp_path, fillers):
+    """With 2 fillers the words are in over a quarter of the notes (the body phrase only
+    filters, the words rank); with 20 they are rare (the phrase itself scores). Either way:
+    notes with the words in that order, and no others."""
+    notes = {"a.md": "The red fox jumps over the wall.\n", "b.md": "# Red fox\n\nIt hides by day.\n",
+             "c.md": "Red apples, and a fox in the orchard.\n", "d.md": "A fox in the red evening light.\n",
+             **{f"f{i}.md": f"Filler note {i} about the weather.\n" for i in range(fillers)}}
+    for rel, text in notes.items():
+        (tmp_path / "vault").mkdir(exist_ok=True)
+        (tmp_path / "vault" / rel).write_text(text)
+    vlt = Vault(Config(vault=str(tmp_path / "vault"), state_dir=str(tmp_path / "state")).load())
+    try:
+        vlt.reconcile()
+        res = vlt.search('"red fox"')
+        assert [h["path"] for h in res["hits"]][0] == "b.md"  # in a title and heading
+        assert {h["path"] for h in res["hits"]} == {"a.md", "b.md"} and res["total"] == 2
+        assert {h["path"] for h in vlt.search('red -"red fox"')["hits"]} == {"c.md", "d.md"}
+        assert {h["path"] for h in vlt.search('"fox red"')["hits"]} == set()
+    finally:
+        vlt.close()
+
+
 def test_exclusion_and_required(v):
     assert "notes/rust-tips.md" not in paths(v, "checker -lifetimes")
     assert "notes/rust-tips.md" in paths(v, "checker")
