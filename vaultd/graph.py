@@ -151,7 +151,11 @@ class AnchorMatch:
                 if len(sets) == 1:  # one term: every note it names
                     found = rarest[1].keys()
                     break
-                there = set(rarest[1]).intersection(*(named for _, named, _ in ins if named is not rarest[1]))
+                there = rarest[1].keys()
+                for _, named, _ in ins:
+                    if named is not rarest[1]:
+                        there = there & named.keys()  # a view's & walks the smaller side only
+                there = set(there) if len(ins) == 1 else there
                 for i, (_, named, _) in enumerate(sets):
                     if not mask >> i & 1:
                         there.difference_update(named)
