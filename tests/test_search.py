@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from vaultd.config import Config
 from vaultd.index import _HOLDER, CJK_RUN, split_cjk
+from vaultd import ranking
 from vaultd.ranking import parse
 from vaultd.vault import Vault
 
@@ -52,14 +53,15 @@ def test_phrase(v):
     assert "notes/python-tips.md" in paths(v, "checker")
 
 
-@pytest.mark.parametrize("fillers", [2, 20])
-def test_phrase_of_common_and_of_rare_words(tmp_path, fillers):
-    """With 2 fillers the words are in over a quarter of the notes (the body phrase only
-    filters, the words rank); with 20 they are rare (the phrase itself scores). Either way:
-    notes with the words in that order, and no others."""
+@pytest.mark.parametrize("filters", [True, False])
+def test_phrase_scored_or_filtering(tmp_path, monkeypatch, filters):
+    """Scored, or (where positions would be too many to read: here, always) a filter with
+    the words ranking. Either way: notes with the words in that order, and no others."""
+    if filters:
+        monkeypatch.setattr(ranking, "PHRASE_SCAN", 0)
     notes = {"a.md": "The red fox jumps over the wall.\n", "b.md": "# Red fox\n\nIt hides by day.\n",
              "c.md": "Red apples, and a fox in the orchard.\n", "d.md": "A fox in the red evening light.\n",
-             **{f"f{i}.md": f"Filler note {i} about the weather.\n" for i in range(fillers)}}
+             "e.md": "A note about the weather.\n"}
     for rel, text in notes.items():
         (tmp_path / "vault").mkdir(exist_ok=True)
         (tmp_path / "vault" / rel).write_text(text)
@@ -172,17 +174,26 @@ def test_snippets_from_bytes_equal_snippets_from_text(text, query):
 @settings(max_examples=40, deadline=None)
 @given(early=st.lists(st.sampled_from(["memory index", "memory", "index", "가치관 memory", "ordinary"]), max_size=8),
        late=st.lists(st.sampled_from(["memory index rare", "rare", "memory", "가치관이 rare"]), max_size=8),
-       query=st.sampled_from([["memory"], ["memory", "index"], ["rare", "memory"], ["가치관"], ["memory", "rare", "index"]]))
-def test_big_files_searched_head_first_give_the_same_snippets(early, late, query):
-    """Past 64 KB the bytes path looks in the head first: the lines it picks are the ones a
-    search of the whole text picks."""
-    from vaultd.snippets import Matcher, best_lines
+       query=st.sampled_from([["memory"], ["memory", "index"], ["rare", "memory"], ["가치관"], ["memory", "rare", "index"]]),
+       crlf=st.booleans())
+def test_big_files_searched_head_first_give_the_same_snippets(early, late, query, crlf):
+    """Past 64 KB the bytes path looks in the head first (and reads the rest of the file
+    only if it must): the lines it picks are the ones a search of the whole text picks."""
+    from vaultd.parse import decode
+    from vaultd.snippets import READ_FIRST, Matcher, best_lines
 
     filler = "plain filler words without the terms\n" * 2000  # ~74 KB: the late part lies past the head
-    text = "---\ntitle: memory index rare\n---\n" + "\n".join(early) + "\n" + filler + "\n".join(late) + "\n" + filler
+    late_part = "\n".join(late) + "\n"
+    text = "---\ntitle: memory index rare\n---\n" + "\n".join(early) + "\n" + filler + \
+        (late_part.replace("\n", "\r\n") if crlf else late_part) + filler
     m = Matcher(query, query)
-    assert len(text.encode()) > 1 << 16
-    assert best_lines(text.encode(), m, skip=3) == best_lines(text, m, skip=3)
+    data = text.encode()
+    assert len(data) > READ_FIRST > 1 << 16
+    want = best_lines(decode(data)[0], m, skip=3)
+    assert best_lines(data, m, skip=3) == want
+    read = []
+    assert best_lines(data[:READ_FIRST], m, skip=3, rest=lambda: read.append(1) or data[READ_FIRST:]) == want
+    assert len(read) <= 1
 
 
 @settings(max_examples=300, deadline=None)

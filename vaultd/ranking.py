@@ -143,9 +143,15 @@ class Plan:
     """Terms of the plain words (stems and bigrams), for anchor text."""
 
 
+PHRASE_SCAN = 64 << 20
+"""Text (bytes of the notes that may hold a phrase) a scored phrase may read the positions
+of: a few ms. Past it, the phrase only filters (see _Builder.phrase)."""
+
+
 class _Builder:
-    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher, b: Search):
+    def __init__(self, schema: tantivy.Schema, searcher: tantivy.Searcher, b: Search, text_bytes: int = 0):
         self.schema, self.searcher, self.b = schema, searcher, b
+        self.text_bytes = text_bytes
 
     def term(self, fieldname: str, value: str, boost: float = 1.0) -> tantivy.Query:
         q = _Q.term_query(self.schema, fieldname, value)
@@ -174,29 +180,28 @@ class _Builder:
             return None
         return parts[0] if len(parts) == 1 else _Q.boolean_query([(_O.Must, q) for q in parts])
 
-    def common(self, stems: list[str]) -> bool:
-        """Whether one of these words is in more than a quarter of the notes: the positions of
-        such a word in big notes run to millions, and scoring a phrase of it reads them all."""
-        return max(self.searcher.doc_freq("body", s) for s in stems) > max(1, self.searcher.num_docs // 4)
-
     def phrase(self, text: str, scored: bool = True) -> tantivy.Query | None:
         """Notes with `text` word for word (stems, in order), in a title, heading or body.
-        Of common words the body phrase only filters, and the words' BM25 in the body and
-        the phrase in a title or heading rank: Tantivy stops at a note's first match when it
-        does not score, 5x less work at seed scale ("search index": 26 -> 5 ms)."""
+        Scoring a phrase reads every position of its words in every note holding them all;
+        where that is more text than PHRASE_SCAN (notes of 130 KB, words most of them hold),
+        the body phrase only filters, and the words (as plain words do) and the phrase in a
+        title or heading rank: Tantivy stops at a note's first match when it does not score,
+        5x less work at seed scale ("search index": 26 -> 5 ms)."""
         stems, cjk = _split(text)
         if len(stems) < 2 or cjk:
             return self.text_clause(text)
         exact = [_Q.phrase_query(self.schema, f, stems) for f in ("title", "headings", "body")]
-        if scored and not self.common(stems):
+        s = self.searcher
+        holding = min(s.doc_freq("body", w) for w in stems)  # at most this many notes hold them all
+        if scored and holding * self.text_bytes <= PHRASE_SCAN * max(1, s.num_docs):
             return _Q.disjunction_max_query(exact)
         found = _Q.const_score_query(_Q.disjunction_max_query(exact), 0.0)
         if not scored:
             return found
-        b = self.b  # the phrase in a title or heading, and the words in the body (4 fields a word: +30%)
+        b = self.b
         named = [_Q.boost_query(q, w) for q, w in zip(exact, (b.title_boost, b.heading_boost))]
         return _Q.boolean_query([(_O.Must, found), (_O.Should, _Q.disjunction_max_query(named)),
-                                 *((_O.Should, self.term("body", s, b.body_boost)) for s in stems)])
+                                 *((_O.Should, self.stem_clause(w)) for w in stems)])
 
     def known(self, stem: str) -> bool:
         return any(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
@@ -208,9 +213,10 @@ class _Builder:
              for f, w in (("title", self.b.title_boost), ("headings", self.b.heading_boost), ("body", 1.0))])
 
 
-def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: Search) -> Plan:
+def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: Search, text_bytes: int = 0) -> Plan:
+    """`text_bytes`: the size of all notes indexed, which bounds what a phrase costs."""
     p = parse(text)
-    bld = _Builder(schema, searcher, boosts)
+    bld = _Builder(schema, searcher, boosts, text_bytes)
     should: list[tantivy.Query] = []
     must: list[tantivy.Query] = []
     must_not: list[tantivy.Query] = []
@@ -229,9 +235,11 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if c is not None:
             should.append(c)
         should.append(bld.term("tags", run, boosts.tag_boost))
+    common = max(1, searcher.num_docs // 4)
     for a, b in zip(stems, stems[1:]):  # words next to each other count more, most in a title or heading
         fields = [("title", boosts.title_boost), ("headings", boosts.heading_boost)]
-        if not bld.common([a, b]):  # in the body only for words most notes lack (see _Builder.common)
+        if max(searcher.doc_freq("body", a), searcher.doc_freq("body", b)) <= common:
+            # in the body only for words most notes lack: positions of common words in big notes cost tens of ms
             fields.append(("body", boosts.body_boost))
         should.append(_Q.disjunction_max_query(
             [_Q.boost_query(_Q.phrase_query(schema, f, [a, b], 2), w * 0.5) for f, w in fields]))

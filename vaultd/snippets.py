@@ -7,6 +7,7 @@ import bisect
 import heapq
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import msgspec
 
@@ -99,6 +100,8 @@ RARITY = 1 << 15
 """Bytes of a file that judge which query term is rarest."""
 HEAD = 1 << 16
 """A bigger file is searched in its first 64 KB first, and whole only when that is not enough."""
+READ_FIRST = HEAD + (1 << 12)
+"""Bytes of a file read before its head is searched (the rest is read only when needed)."""
 
 
 _WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -177,7 +180,13 @@ def _exact_lines(text: str, matcher: Matcher) -> dict[int, list]:
     return lines
 
 
-def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, headings=()) -> list[Snippet]:
+def _bytes_ok(text: bytes, matcher: Matcher) -> bool:
+    """Whether `text` can be searched as bytes (see best_lines)."""
+    return matcher.latin_b is not None and b"\r" not in text and b"\x00" not in text
+
+
+def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, headings=(),
+               rest: Callable[[], bytes] | None = None) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
     in line order, each with the heading it sits under (`headings`: the note's, by line).
     The first `skip` lines (front matter) count only when nothing else matches.
@@ -185,20 +194,33 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     `text` may be the file's bytes: UTF-8 is searched as it is (lower-casing 150 KB of
     non-ASCII text costs more than the rest of a search), and only the chosen lines are
     decoded. Bytes that need more (CR line ends, NULs, query words with non-ASCII letters)
-    are decoded first."""
-    if isinstance(text, bytes) and (b"\r" in text or b"\x00" in text or matcher.latin_b is None):
+    are decoded first. `rest`, when `text` is the first READ_FIRST bytes of a bigger file,
+    reads the remainder: only if the head cannot settle the lines (a 4 MB note costs a
+    millisecond to read)."""
+    def start_of_body(t) -> int:
+        i, nl = 0, "\n" if isinstance(t, str) else b"\n"
+        for _ in range(skip):
+            i = t.find(nl, i) + 1 or len(t)
+        return i
+
+    body_start = start_of_body(text)
+    if rest is not None and (not _bytes_ok(text, matcher) or body_start == len(text)):
+        text, rest = text + rest(), None
+        body_start = start_of_body(text)
+    if isinstance(text, bytes) and not _bytes_ok(text, matcher):
         text = decode(text)[0]
-    nl = "\n" if isinstance(text, str) else b"\n"
-    body_start = 0
-    for _ in range(skip):
-        body_start = text.find(nl, body_start) + 1 or len(text)
+        body_start = start_of_body(text)
     if isinstance(text, bytes):
         def scan(b: bytes) -> tuple[dict[int, list], bool]:
             return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n, body_start)
 
         head = text.rfind(b"\n", 0, HEAD) + 1
-        # most searches end in the head: lower-case only it first
-        lines, done = scan(text[:head]) if len(text) > HEAD and head > RARITY else ({}, False)
+        # most searches end in the head: lower-case (and read) only it first
+        lines, done = scan(text[:head]) if (len(text) > HEAD or rest) and head > RARITY else ({}, False)
+        if not done and rest is not None:
+            text = text + rest()
+            if not _bytes_ok(text, matcher):
+                return best_lines(text, matcher, n, skip, headings)
         if not done:
             lines = scan(text)[0]
     else:
@@ -207,6 +229,7 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
             if len(low) == len(text) else _exact_lines(text, matcher)
     if not lines:
         return []
+    nl = "\n" if isinstance(text, str) else b"\n"
     scored = [(s < body_start, -len(terms), -count, s) for s, (_, terms, count) in lines.items()]
     if any(not sc[0] for sc in scored):
         scored = [sc for sc in scored if not sc[0]]

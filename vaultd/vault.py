@@ -28,7 +28,7 @@ from .note import Note, compact, headings_of
 from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
-from .snippets import Matcher, best_lines
+from .snippets import READ_FIRST, Matcher, best_lines
 from .state import StateStore
 from .tiers import hot, is_cold
 from .workers import parse_many, workers_for
@@ -79,6 +79,7 @@ class Vault:
         self.graph: Graph | None = None
         """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
         self._graph_ready = threading.Event()
+        self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
         self.generation = 0
         """Grows by one with every commit, and by one at each start (from the state file)."""
         self.parsed = 0
@@ -292,12 +293,19 @@ class Vault:
 
     # -- query ------------------------------------------------------------------
 
+    def _text_bytes(self) -> int:
+        """The size of every note indexed, summed once per version of the table."""
+        notes = self.notes  # replaced, never changed in place
+        if self._sized[0] is not notes:
+            self._sized = (notes, sum(n.size for n in notes.values()))
+        return self._sized[1]
+
     def rank(self, q: str, limit: int, scope: str = "auto") -> tuple[int, list[tuple[float, Note]], Plan, bool]:
         """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether
         COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
         tiers.min_results; "warm" always leaves it out; "all" searches everything."""
         cfg = self.config.search
-        p = plan(self.index.schema, self.index.searcher(), q, cfg)
+        p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes())
         if p.query is None:
             return 0, [], p, False
         total, found = self.index.search(p.query, max(limit, cfg.candidates), self._by_key)
@@ -345,15 +353,19 @@ class Vault:
             return []
         try:  # a bare descriptor: a file object costs as much again as the read
             fd = os.open(os.path.join(self._root, note.path), os.O_RDONLY)
-            try:  # read(n) allocates n bytes up front: ask for the file's size, capped
-                data = os.read(fd, min(os.fstat(fd).st_size + 1, self.config.index.max_file_mb << 20))
-            finally:
-                os.close(fd)
         except OSError:
             return []
-        fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
-        skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if fm else 0
-        return best_lines(data, matcher, skip=skip, headings=sorted(headings_of(note), key=attrgetter("line")))
+        try:  # read(n) allocates n bytes up front: ask for the file's size, capped; a big file's head first
+            size = min(os.fstat(fd).st_size + 1, self.config.index.max_file_mb << 20)
+            data = os.read(fd, min(size, READ_FIRST))
+            fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
+            skip = split_front_matter(decode(data[:16384])[0].split("\n", 200)) if fm else 0
+            return best_lines(data, matcher, skip=skip, headings=sorted(headings_of(note), key=attrgetter("line")),
+                              rest=(lambda: os.read(fd, size - len(data))) if len(data) == READ_FIRST < size else None)
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
 
     # -- graph ------------------------------------------------------------------
 
