@@ -96,7 +96,7 @@ class Matcher:
 
 MAX_LINES = 50
 """Lines looked at per term and file: enough to find the best lines of a big note."""
-RARITY = 1 << 15
+RARITY = 1 << 13
 """Bytes of a file that judge which query term is rarest."""
 HEAD = 1 << 16
 """A bigger file is searched in its first 64 KB first, and whole only when that is not enough."""
@@ -142,7 +142,7 @@ def _matching_lines(text, low, latin, grams, keys: dict, n: int, body: int = 0) 
     lines: dict[int, list] = {}
     nl = "\n" if isinstance(text, str) else b"\n"
     terms = sorted([(w, low, True) for w in latin] + [(g, text, False) for g in grams],
-                   key=lambda t: t[1].count(t[0], 0, RARITY))  # how rare, judged by the first 32 KB
+                   key=lambda t: t[1].count(t[0], 0, RARITY))  # how rare, judged by the first 8 KB
     unread = Counter(keys[w] for w, _, _ in terms)  # per key, its terms not yet looked for in full
     full, every, enough = 0, len(unread), 3 * n
     for w, hay, word_start in terms:
