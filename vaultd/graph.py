@@ -155,7 +155,7 @@ class AnchorMatch:
                 for _, named, _ in ins:
                     if named is not rarest[1]:
                         there = there & named.keys()  # a view's & walks the smaller side only
-                there = set(there) if len(ins) == 1 else there
+                there = there if isinstance(there, set) else set(there)  # a copy: changed below
                 for i, (_, named, _) in enumerate(sets):
                     if not mask >> i & 1:
                         there.difference_update(named)
