@@ -180,7 +180,7 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
     """Past 64 KB the bytes path looks in the head first (and reads the rest of the file
     only if it must): the lines it picks are the ones a search of the whole text picks."""
     from vaultd.parse import decode
-    from vaultd.snippets import READ_FIRST, Matcher, best_lines
+    from vaultd.snippets import HEADS, READ_FIRST, Matcher, best_lines
 
     filler = "plain filler words without the terms\n" * 2000  # ~74 KB: the late part lies past the head
     late_part = "\n".join(late) + "\n"
@@ -188,7 +188,7 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
         (late_part.replace("\n", "\r\n") if crlf else late_part) + filler
     m = Matcher(query, query)
     data = text.encode()
-    assert len(data) > READ_FIRST > 1 << 16
+    assert len(data) > HEADS[-1] > READ_FIRST
     want = best_lines(decode(data)[0], m, skip=3)
     assert best_lines(data, m, skip=3) == want
     read = []

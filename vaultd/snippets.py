@@ -98,10 +98,11 @@ MAX_LINES = 50
 """Lines looked at per term and file: enough to find the best lines of a big note."""
 RARITY = 1 << 13
 """Bytes of a file that judge which query term is rarest."""
-HEAD = 1 << 16
-"""A bigger file is searched in its first 64 KB first, and whole only when that is not enough."""
-READ_FIRST = HEAD + (1 << 12)
-"""Bytes of a file read before its head is searched (the rest is read only when needed)."""
+HEADS = (1 << 14, 1 << 16)
+"""A bigger file is searched in its first 16 KB first, then 64 KB, and whole only when
+that is not enough."""
+READ_FIRST = HEADS[0] + (1 << 12)
+"""Bytes of a file read before its first head is searched (the rest only when needed)."""
 
 
 _WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
@@ -214,14 +215,26 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
         def scan(b: bytes) -> tuple[dict[int, list], bool]:
             return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n, body_start)
 
-        head = text.rfind(b"\n", 0, HEAD) + 1
-        # most searches end in the head: lower-case (and read) only it first
-        lines, done = scan(text[:head]) if (len(text) > HEAD or rest) and head > RARITY else ({}, False)
-        if not done and rest is not None:
-            text = text + rest()
-            if not _bytes_ok(text, matcher):
-                return best_lines(text, matcher, n, skip, headings)
+        done = False
+        # most searches end in a head: lower-case (and read) only it first. Not a small one
+        # for Hangul/Han/Kana: a line seldom holds every bigram of a query, so 16 KB seldom do
+        for cut in HEADS[1:] if matcher.grams else HEADS:
+            if len(text) <= cut and rest is not None:
+                text, rest = text + rest(), None
+                if not _bytes_ok(text, matcher):
+                    return best_lines(text, matcher, n, skip, headings)
+            if len(text) <= cut:
+                break
+            head = text.rfind(b"\n", 0, cut) + 1
+            if head > RARITY:
+                lines, done = scan(text[:head])
+                if done:
+                    break
         if not done:
+            if rest is not None:
+                text = text + rest()
+                if not _bytes_ok(text, matcher):
+                    return best_lines(text, matcher, n, skip, headings)
             lines = scan(text)[0]
     else:
         low = text.lower()
