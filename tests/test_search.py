@@ -228,3 +228,20 @@ def test_snippets_are_the_lines_with_most_terms_then_most_matches(lines, query):
     want = sorted(i for _, _, i in sorted((s for s in scored if s[0]), key=lambda s: (-s[0], -s[1], s[2]))[:3])
     got = [sn.line for sn in best_lines("\n".join(lines).encode(), Matcher(query, query))]
     assert got == want
+
+
+_fm_lines = st.sampled_from(["---", "--- ", "...", "title: x", "", "a" * 700, "---" + " " * 2100, "가" * 300, "\r", "-"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(_fm_lines, max_size=40), tail=st.sampled_from(["", "b\n" * 300, "c" * 20000]))
+@example(lines=["---", "a" * 700, "a" * 700, "a" * 638, "-----"], tail="c" * 20000)  # 2 KB ends in "---"
+def test_front_matter_found_from_2kb_as_from_16kb(lines, tail):
+    """Snippets skip front matter counted from a file's first 2 KB when it ends there: the
+    count is the one its first 16 KB give."""
+    from vaultd.parse import decode
+    from vaultd.parse.markdown import split_front_matter
+    from vaultd.vault import _front_matter_lines
+
+    data = ("\n".join(lines) + "\n" + tail).encode()
+    assert _front_matter_lines(data) == split_front_matter(decode(data[:16384])[0].split("\n", 200))
