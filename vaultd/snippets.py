@@ -8,6 +8,7 @@ import heapq
 import re
 from collections import Counter
 from collections.abc import Callable
+from operator import attrgetter
 
 import msgspec
 
@@ -105,6 +106,7 @@ READ_FIRST = HEADS[0] + (1 << 12)
 """Bytes of a file read before its first head is searched (the rest only when needed)."""
 
 
+_LINE = attrgetter("line")
 _WORD_BYTES = frozenset(b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
@@ -189,7 +191,8 @@ def _bytes_ok(text: bytes, matcher: Matcher) -> bool:
 def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, headings=(),
                rest: Callable[[], bytes] | None = None) -> list[Snippet]:
     """The `n` lines with the most distinct matched terms (then most matches, then earliest),
-    in line order, each with the heading it sits under (`headings`: the note's, by line).
+    in line order, each with the heading it sits under (`headings`: the note's, in line
+    order as parsing gives them).
     The first `skip` lines (front matter) count only when nothing else matches.
 
     `text` may be the file's bytes: UTF-8 is searched as it is (lower-casing 150 KB of
@@ -256,11 +259,9 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
         if spans:
             out.append(_trim(text.count(nl, 0, s) + 1, line, spans))
     out.sort(key=lambda sn: sn.line)
-    if headings:
-        starts = [h.line for h in headings]
-        for sn in out:
-            i = bisect.bisect_right(starts, sn.line) - 1
-            sn.heading = headings[i].text if i >= 0 else None
+    for sn in out:
+        i = bisect.bisect_right(headings, sn.line, key=_LINE) - 1
+        sn.heading = headings[i].text if i >= 0 else None
     return out
 
 

@@ -11,7 +11,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from operator import attrgetter
 from pathlib import Path
 
 import msgspec
@@ -360,7 +359,7 @@ class Vault:
             data = os.read(fd, min(size, READ_FIRST))
             fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
             skip = _front_matter_lines(data) if fm else 0
-            return best_lines(data, matcher, skip=skip, headings=sorted(headings_of(note), key=attrgetter("line")),
+            return best_lines(data, matcher, skip=skip, headings=headings_of(note),
                               rest=(lambda: os.read(fd, size - len(data))) if len(data) == READ_FIRST < size else None)
         except OSError:
             return []
