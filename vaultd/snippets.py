@@ -218,27 +218,21 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
         def scan(b: bytes) -> tuple[dict[int, list], bool]:
             return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n, body_start)
 
-        done = False
-        # most searches end in a head: lower-case (and read) only it first. Not a small one
-        # for Hangul/Han/Kana: a line seldom holds every bigram of a query, so 16 KB seldom do
-        for cut in HEADS[1:] if matcher.grams else HEADS:
-            if len(text) <= cut and rest is not None:
+        # Most searches end in a head: lower-case (and read) only it first. Not a small one
+        # for Hangul/Han/Kana: a line seldom holds every bigram of a query, so 16 KB seldom do.
+        for cut in (*(HEADS[1:] if matcher.grams else HEADS), None):  # None: the whole file
+            if rest is not None and (cut is None or len(text) <= cut):
                 text, rest = text + rest(), None
                 if not _bytes_ok(text, matcher):
                     return best_lines(text, matcher, n, skip, headings)
-            if len(text) <= cut:
+            if cut is None or len(text) <= cut:
+                lines = scan(text)[0]
                 break
             head = text.rfind(b"\n", 0, cut) + 1
             if head > RARITY:
                 lines, done = scan(text[:head])
                 if done:
                     break
-        if not done:
-            if rest is not None:
-                text = text + rest()
-                if not _bytes_ok(text, matcher):
-                    return best_lines(text, matcher, n, skip, headings)
-            lines = scan(text)[0]
     else:
         low = text.lower()
         lines = _matching_lines(text, low, matcher.latin, matcher.grams, matcher.keys, n, body_start)[0] \
