@@ -149,17 +149,14 @@ def fields(note: Note) -> dict[str, list]:
     return out
 
 
-_INTEGERS = frozenset({"mtime", "date", "key"})
-
-
 def document(fields: dict[str, list]) -> tantivy.Document:
-    """A `fields` dict as a Tantivy document, value by value: Document.from_dict, which
-    converts through the schema, takes 0.2 ms for a 130 KB note, this 0.03 ms."""
+    """A `fields` dict as a Tantivy document, value by value (each added as what it is):
+    Document.from_dict, which converts through the schema, takes 0.2 ms for a 130 KB
+    note, this 0.03 ms."""
     doc = tantivy.Document()
     for name, values in fields.items():
-        add = doc.add_bytes if name == "meta" else doc.add_integer if name in _INTEGERS else doc.add_text
-        for value in values:
-            add(name, value)
+        for v in values:
+            (doc.add_text if isinstance(v, str) else doc.add_integer if isinstance(v, int) else doc.add_bytes)(name, v)
     return doc
 
 

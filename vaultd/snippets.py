@@ -207,13 +207,11 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
             i = t.find(nl, i) + 1 or len(t)
         return i
 
-    body_start = start_of_body(text)
-    if rest is not None and (not _bytes_ok(text, matcher) or body_start == len(text)):
-        text, rest = text + rest(), None
-        body_start = start_of_body(text)
+    if rest is not None and (not _bytes_ok(text, matcher) or start_of_body(text) == len(text)):
+        return best_lines(text + rest(), matcher, n, skip, headings)  # the head alone will not do
     if isinstance(text, bytes) and not _bytes_ok(text, matcher):
         text = decode(text)[0]
-        body_start = start_of_body(text)
+    body_start = start_of_body(text)
     if isinstance(text, bytes):
         def scan(b: bytes) -> tuple[dict[int, list], bool]:
             return _matching_lines(b, b.lower(), matcher.latin_b, matcher.grams_b, matcher.keys, n, body_start)
