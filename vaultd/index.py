@@ -33,8 +33,11 @@ SCHEMA_VERSION = 8
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 _CJK = r"\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-CJK_RUN = re.compile(f"[{_CJK}]+")
-_CJK_SPANS = re.compile(f"([{_CJK}]+(?: [{_CJK}]+)*)")  # runs and the single spaces between them
+# Written [C][C]*, not [C]+: a search skips to a pattern's start at C speed only when the
+# pattern starts with a plain set of characters (sre's charset prefix), 2x faster over
+# Latin text; split_cjk over 30 MB of seed notes went from 375 to 185 ms.
+CJK_RUN = re.compile(f"[{_CJK}][{_CJK}]*")
+_CJK_SPANS = re.compile(f"([{_CJK}][{_CJK}]*(?: [{_CJK}][{_CJK}]*)*)")  # runs and the single spaces between them
 
 _meta_encoder = msgspec.msgpack.Encoder()
 _meta_decoder = msgspec.msgpack.Decoder(StoredNote)
@@ -87,7 +90,8 @@ def split_cjk(text: str) -> tuple[str, str]:
     Tantivy a third of its time at seed scale. One split serves both, and it is faster
     than finding the runs: the regex engine crosses each gap in one step. It splits at
     spans of runs with single spaces between them (Korean words in a sentence), 7x fewer
-    than the runs: 16% faster, and the same two texts."""
+    than the runs: 16% faster, and the same two texts. Most of its time is the regex
+    crossing Latin text (see CJK_RUN)."""
     if text.isascii():  # reads a flag: no scan
         return text, ""
     parts = _CJK_SPANS.split(text)  # gap, span, gap, span, ..., gap
