@@ -21,6 +21,14 @@ def test_serves_the_vault(daemon):
     assert "notes/Deep work.md" in daemon.search_paths("boredom")
 
 
+def test_search_without_snippets_gives_the_same_hits(daemon):
+    full = daemon.request("search", q="deep work boredom")
+    bare = daemon.request("search", q="deep work boredom", snippets=False)
+    assert full["hits"] and any(h["snippets"] for h in full["hits"])
+    assert all(h["snippets"] is None for h in bare["hits"])
+    assert [{**h, "snippets": None} for h in full["hits"]] == bare["hits"] and full["total"] == bare["total"]
+
+
 def test_socket_is_private(daemon):
     assert oct(os.stat(daemon.socket).st_mode & 0o777) == "0o600"
 
@@ -128,6 +136,7 @@ def test_malformed_requests_get_errors_and_the_connection_stays_usable(daemon):
         (b'{"op": "search", "q": 42}\n', "bad_request"),
         (b'{"op": "search", "q": "x", "limit": 0}\n', "bad_request"),
         (b'{"op": "search", "q": "x", "limit": "ten"}\n', "bad_request"),
+        (b'{"op": "search", "q": "x", "snippets": "no"}\n', "bad_request"),
         (b'{"op": "status", "v": 99}\n', "bad_version"),
         (b'{"op": "status", "surprise": true}\n', "bad_request"),
         (b"\xff\xfe\x00garbage\n", "bad_json"),

@@ -42,6 +42,8 @@ class Search(Request, tag="search"):
     q: str
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
     scope: Scope = "auto"
+    snippets: bool = True
+    """False: hits without snippets (null), for lists of paths; they cost most of a search."""
     after_generation: AfterGeneration = None
     """Wait (up to 10 s) until the index has committed this generation and nothing is pending."""
 

@@ -278,7 +278,7 @@ class Server:
         match req:
             case protocol.Search():
                 self._catch_up(req.after_generation)
-                return v.search(req.q, req.limit, req.scope)
+                return v.search(req.q, req.limit, req.scope, req.snippets)
             case protocol.Context():
                 self._catch_up(req.after_generation)
                 return v.context(req.q, req.budget, req.unit, req.scope)

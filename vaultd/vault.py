@@ -328,10 +328,11 @@ class Vault:
             ranked = ranked if with_cold else warm
         return total, ranked[:limit], p, with_cold
 
-    def search(self, q: str, limit: int | None = None, scope: str = "auto") -> dict:
+    def search(self, q: str, limit: int | None = None, scope: str = "auto", snippets: bool = True) -> dict:
+        """Ranked hits for `q`; each with its best lines unless `snippets` is False (null)."""
         t0 = time.perf_counter()
         total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
-        matcher = Matcher(p.words, p.stems)
+        matcher = Matcher(p.words, p.stems) if snippets else None
         hits = [
             {
                 "path": note.path,
@@ -339,7 +340,7 @@ class Vault:
                 "title": note.title,
                 "tags": note.tags,
                 "score": round(score, 4),
-                "snippets": msgspec.to_builtins(self._snippets(note, matcher)),
+                "snippets": msgspec.to_builtins(self._snippets(note, matcher)) if matcher is not None else None,
             }
             for score, note in ranked
         ]
