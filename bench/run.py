@@ -4,8 +4,10 @@
     python bench/run.py --only typical   # or --only seed (3,142 files, 474 MB)
     python bench/run.py --vault DIR      # your own (copied first: churn and freshness write into the copy)
 
-(a) full index (vaultd index) vs the same texts fed straight to Tantivy, same schema;
+(a) full index (vaultd index) vs the same texts fed straight to Tantivy, same schema:
+    each twice, taking turns, the faster run of each kept; with the CPU seconds it took;
 (b) query round trip through the socket, per query kind, vs `rg -l` and `grep -rl`;
+    also without snippets (as `vaultq search --format paths` asks), for the share they take;
 (c) `vaultq search` process start to exit vs `python -c 'import socket, json'`;
 (d) freshness: a file written -> found by search, over 50 edits;
 (e) restart with nothing changed: start -> answering and reconciled;
@@ -36,12 +38,11 @@ GENVAULT = HERE.parent.parent / "shared" / "tools" / "genvault.py"
 BIN = Path(sys.executable).parent
 
 RAW_TANTIVY = r"""
-import sys, time, tantivy
+import sys, tantivy
 from pathlib import Path
 from vaultd.index import _schema, _register, split_cjk
 root, out = Path(sys.argv[1]), sys.argv[2]
 files = [p for p in root.rglob('*') if p.suffix in ('.md', '.org') and p.is_file()]
-t = time.perf_counter()
 idx = tantivy.Index(_schema(), path=out)
 _register(idx)
 w = idx.writer(heap_size=64 << 20, num_threads=2)
@@ -58,7 +59,6 @@ for p in files:
     w.add_document(d)
 w.commit()
 w.wait_merging_threads()
-print(time.perf_counter() - t)
 """
 
 
@@ -189,23 +189,37 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     subprocess.run(["cat", *map(str, files)], stdout=subprocess.DEVNULL)  # a warm page cache for everyone
     rows = []
 
-    # (a) full index
+    # (a) full index: each side twice, taking turns, so that a slow spell of a shared machine
+    # hits both; the faster run of each counts. CPU seconds (user + system, with the parsing
+    # workers) show what bounds both on a machine whose cores they all keep busy.
     state = work / "state"
-    t0 = time.perf_counter()
     cfg = work / "bench.toml"
     cfg.write_text('[split]\nmode = "off"\n')  # measure indexing and search, not the splitter
-    p = subprocess.Popen([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(state), "--config", str(cfg)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    t_index = time.perf_counter() - t0
-    index_rss = ru.ru_maxrss / 1024
-    (work / "raw").mkdir()
-    raw = subprocess.run([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / "raw")], capture_output=True,
-                         text=True, check=True)
-    t_raw = float(raw.stdout.strip())
-    rows.append(("(a) full index, s", f"{t_index:.2f}", f"raw Tantivy {t_raw:.2f}", f"{t_raw / t_index:.2f}x the raw rate", "≥ 0.75x"))
+    ours, raws = [], []
+    for i in range(2):
+        into = state if i else work / "state0"
+        t0 = time.perf_counter()
+        p = subprocess.Popen([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(into), "--config",
+                              str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        if status:
+            sys.exit(f"bench: vaultd index failed on {vault}")
+        ours.append((time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024))
+        (work / f"raw{i}").mkdir()
+        t0 = time.perf_counter()  # process start to exit, as for vaultd index
+        p = subprocess.Popen([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / f"raw{i}")],
+                             stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        if status:
+            sys.exit("bench: the raw Tantivy baseline failed")
+        raws.append((time.perf_counter() - t0, ru.ru_utime + ru.ru_stime))
+    shutil.rmtree(work / "state0")
+    (t_index, cpu_index, index_rss), (t_raw, cpu_raw) = min(ours), min(raws)
+    rows.append(("(a) full index, s (faster of 2)", f"{t_index:.2f}", f"raw Tantivy {t_raw:.2f}",
+                 f"{t_raw / t_index:.2f}x the raw rate", "≥ 0.75x"))
     rows.append(("    notes/s, MB/s, peak RSS", f"{len(files) / t_index:.0f}, {mb / t_index:.1f}, {index_rss:.0f} MB",
                  f"{len(files) / t_raw:.0f}, {mb / t_raw:.1f}", "", ""))
+    rows.append(("    CPU s (user + system)", f"{cpu_index:.1f}", f"{cpu_raw:.1f}", f"{cpu_raw / cpu_index:.2f}x", ""))
 
     # (e) restart with nothing changed, (f) RSS after index
     d = Daemon(vault, state, work / "d.sock")
@@ -228,18 +242,20 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     for kind, qs in kinds.items():
         for q in qs:
             d.c.ask("search", q=q)
-        rt = []
-        for i in range(200):
-            q = qs[i % len(qs)]
+        rt, bare = [], []
+        for i in range(400):
+            q = qs[i // 2 % len(qs)]
             t = time.perf_counter()
-            d.c.ask("search", q=q, limit=10)
-            rt.append((time.perf_counter() - t) * 1000)
+            d.c.ask("search", q=q, limit=10, snippets=i % 2 == 0)
+            (rt if i % 2 == 0 else bare).append((time.perf_counter() - t) * 1000)
         word = qs[0].strip('"').split()[0].split(":")[0]
         rg = statistics.median(run(["rg", "-l", word, str(vault)]) * 1000 for _ in range(3)) if shutil.which("rg") else None
         grep = statistics.median(run(["grep", "-rl", word, str(vault)]) * 1000 for _ in range(3))
         base = f"rg -l {rg:.0f}, grep -rl {grep:.0f}" if rg else f"grep -rl {grep:.0f}"
         rows.append((f"(b) {kind}: p50/p95/p99 ms", f"{pct(rt, 50):.2f}/{pct(rt, 95):.2f}/{pct(rt, 99):.2f}", base,
-                     f"{(rg or grep) / pct(rt, 50):.0f}x faster than {'rg' if rg else 'grep'}", f"p50 ≤ 10, p95 ≤ 25, ≥ {50 if seed else 20}x rg"))
+                     f"{(rg or grep) / pct(rt, 50):.0f}x faster than {'rg' if rg else 'grep'}"
+                     f" ({(rg or grep) / pct(bare, 50):.0f}x without snippets)",
+                     f"p50 ≤ 10, p95 ≤ 25, ≥ {50 if seed else 20}x rg"))
 
     # (c) vaultq end to end, from bytecode as an installed package runs (compileall writes it
     # even where PYTHONDONTWRITEBYTECODE is set). The baseline runs the same interpreter, so
@@ -304,7 +320,7 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     lost = [k for k, tok in last.items() if not d.c.ask("search", q=tok, limit=1)["hits"]]
     notes = d.c.ask("status")["notes"]
     on_disk = len([p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()])
-    rows.insert(2, ("(e) restart, nothing changed, s", f"{t_restart:.2f}", "", "", "≤ 2" if seed else "≤ 1"))
+    rows.insert(3, ("(e) restart, nothing changed, s", f"{t_restart:.2f}", "", "", "≤ 2" if seed else "≤ 1"))
     d.stop()
     # ... and the index the daemon kept equals a fresh build of the same files
     subprocess.run([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(work / "fresh"),
