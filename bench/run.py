@@ -246,8 +246,9 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
         for i in range(400):
             q = qs[i // 2 % len(qs)]
             t = time.perf_counter()
-            d.c.ask("search", q=q, limit=10, snippets=i % 2 == 0)
-            (rt if i % 2 == 0 else bare).append((time.perf_counter() - t) * 1000)
+            full = (i + i // 2) % 2 == 0  # which of a pair goes first alternates: neither always follows the other
+            d.c.ask("search", q=q, limit=10, snippets=full)
+            (rt if full else bare).append((time.perf_counter() - t) * 1000)
         word = qs[0].strip('"').split()[0].split(":")[0]
         rg = statistics.median(run(["rg", "-l", word, str(vault)]) * 1000 for _ in range(3)) if shutil.which("rg") else None
         grep = statistics.median(run(["grep", "-rl", word, str(vault)]) * 1000 for _ in range(3))

@@ -11,6 +11,9 @@ five-fold. Use `unit="bytes"` for an exact, tokenizer-free budget.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import itertools
 import math
 
 from .index import CJK_RUN
@@ -30,20 +33,26 @@ def cost(text: str, unit: str) -> int:
     return len(text.encode()) if unit == "bytes" else estimate_tokens(text)
 
 
-def ranked_sections(lines: list[str], headings: list, matcher, body_start: int) -> list[tuple[int, int, int, str | None]]:
-    """The note's sections that hold query terms, best first: (first, last, focus line,
-    heading). A term counts log(1 + sections / sections holding it), so a word the whole
-    note is about weighs little and the rare one that names the section weighs much;
-    terms in a heading count twice. The focus is the section's line with the most terms."""
+def ranked_sections(lines: list[str], headings: list, matcher, body_start: int,
+                    limit: int = 2) -> list[tuple[int, int, int, str | None]]:
+    """The note's best `limit` sections that hold query terms, best first: (first, last,
+    focus line, heading). A term counts log(1 + sections / sections holding it), so a word
+    the whole note is about weighs little and the rare one that names the section weighs
+    much; terms in a heading count twice. The focus is the section's line with the most
+    terms: found only for the sections returned, as it reads every line (a seed-scale
+    note has hundreds of sections holding a common word)."""
     hs = sorted((h for h in headings if h.line >= body_start), key=lambda h: h.line)
     starts = [(body_start, None)] + [(h.line, h.text) for h in hs]
+    text = "\n".join(lines)
+    low = text.lower()  # once, not per section
+    at = [0, *itertools.accumulate(len(line) + 1 for line in lines)]  # where each line starts in `text`
     secs = []
     for i, (first, title) in enumerate(starts):
         last = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
         while last > first and not lines[last - 1].strip():
             last -= 1
         if last >= first:
-            in_text = matcher.terms("\n".join(lines[first - 1 : last]))
+            in_text = matcher.terms(text, at[first - 1], at[last] - 1, low)
             secs.append((first, last, title, matcher.terms(title) if title else set(), in_text))
     df: dict[str, int] = {}
     for *_, in_head, in_text in secs:
@@ -54,10 +63,26 @@ def ranked_sections(lines: list[str], headings: list, matcher, body_start: int) 
     for first, last, title, in_head, in_text in secs:
         score = sum(2 * weight[t] for t in in_head) + sum(weight[t] for t in in_text)
         if score > 0:
-            focus = max(range(first, last + 1), key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
-            scored.append(((-score, first), (first, last, focus, title)))
-    scored.sort(key=lambda t: t[0])
-    return [sec for _, sec in scored]
+            scored.append((-score, first, last, title))
+    return [(first, last, _focus(lines, text, low, at, first, last, matcher), title)
+            for _, first, last, title in heapq.nsmallest(limit, scored)]
+
+
+def _focus(lines: list[str], text: str, low: str, at: list[int], first: int, last: int, matcher) -> int:
+    """The line of first..last with the most distinct query terms (the first of those; `first`
+    when none has any). Only lines where a term's letters stand are weighed, found by
+    searching the section's text: a section can be a whole note of thousands of lines."""
+    if len(low) != len(text):  # lower-casing moved offsets: weigh every line
+        return max(range(first, last + 1), key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
+    lines_with = {first}
+    end = at[last] - 1
+    for w, hay in [(w, low) for w in matcher.latin] + [(g, text) for g in matcher.grams]:
+        i = hay.find(w, at[first - 1], end)
+        while i >= 0:
+            n = bisect.bisect_right(at, i)  # the line `i` is on
+            lines_with.add(n)
+            i = hay.find(w, at[n], end)  # on from the next line
+    return max(sorted(lines_with), key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
 
 
 def whole_section(lines: list[str], headings: list, first: int, last: int) -> int:

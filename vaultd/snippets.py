@@ -85,9 +85,25 @@ class Matcher:
                 i, n = text.find(g, i + 1), n + 1
         return found
 
-    def terms(self, text: str) -> set[str]:
-        """The distinct query terms found in `text`."""
-        return {t for *_, t in self.find(text)}
+    def terms(self, text: str, start: int = 0, end: int | None = None, low: str | None = None) -> set[str]:
+        """The distinct query terms found in text[start:end] (`low`: `text` lower-cased, when
+        the caller has it): those `find` gives, each found once. A term met only where a
+        longer one starts (`index` in `indexes`) is not one of them."""
+        end = len(text) if end is None else end
+        found = {g for g in self.grams if text.find(g, start, end) >= 0}
+        if not self.latin:
+            return found
+        low = text.lower() if low is None else low
+        if len(low) != len(text):
+            return {t for *_, t in self.find(text[start:end])}
+        for k, w in enumerate(self.latin):  # longest first
+            i = low.find(w, start, end)
+            while i >= 0:
+                if (i == start or not _in_word(low, i)) and not (k and any(low.startswith(x, i, end) for x in self.latin[:k])):
+                    found.add(w)
+                    break
+                i = low.find(w, i + 1, end)
+        return found
 
     def spans(self, line: str) -> tuple[list[list[int]], int]:
         """(merged spans, number of distinct terms matched) in `line`."""

@@ -497,6 +497,8 @@ class Vault:
         hot_items = hot(self.notes, self.state.state, self.config.tiers)
         hot_budget = budget // 4
         for h in hot_items:  # the working set first, within a quarter of the budget
+            if used >= hot_budget:
+                break  # no more room: not read
             note = self.notes[h["path"]]
             lines, start = lines_of(note)
             if start > len(lines):
@@ -512,7 +514,7 @@ class Vault:
             if not lines:
                 continue
             heads = headings_of(note)
-            secs = ctx.ranked_sections(lines, heads, matcher, start) if matcher else []
+            secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
             sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
         # The best section of every hit, then the runners-up of the top three, while the budget lasts
         for round_, cut in ((0, len(sections)), (1, 3)):

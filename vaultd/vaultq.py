@@ -285,9 +285,11 @@ def _run(c: Client, args) -> int:
         for op, vals in (("tag", args.tag), ("path", args.path), ("after", [args.after] if args.after else []),
                          ("before", [args.before] if args.before else [])):
             q += "".join(f' {op}:"{v}"' if " " in v else f" {op}:{v}" for v in vals)
-        # a list of paths needs no snippets, which cost most of a search
+        # a list of paths needs no snippets, which cost most of a search (sent only then: a
+        # daemon older than the option refuses it)
+        bare = {"snippets": False} if args.format == "paths" and not args.json else {}
         res = c.request("search", q=q, limit=args.limit, scope="all" if args.all else "auto",
-                        snippets=args.json or args.format != "paths", after_generation=args.after_generation)
+                        after_generation=args.after_generation, **bare)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
     if cmd == "context":
