@@ -12,7 +12,8 @@
 (d) freshness: a file written -> found by search, over 50 edits;
 (e) restart with nothing changed: start -> answering and reconciled;
 (f) daemon RSS after the index and after 10,000 queries;
-(g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained.
+(g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained;
+(h) `context` (what an agent asks for) with a 2,000-token budget, for the record.
 Needs ../shared/tools/genvault.py for generated vaults; ripgrep where installed.
 """
 
@@ -258,6 +259,18 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
                      f" ({(rg or grep) / pct(bare, 50):.0f}x without snippets)",
                      f"p50 ≤ 10, p95 ≤ 25, ≥ {50 if seed else 20}x rg"))
 
+    # (h) context, the call an agent makes: the HOT notes and the best sections of the hits,
+    # within a budget (no target in the issue; here so that it is watched)
+    ctx_qs = [*kinds["one word"][:2], *kinds["three words"][:2], *kinds["Korean"][:2]]
+    for q in ctx_qs:
+        d.c.ask("context", q=q, budget=2000)
+    ct = []
+    for i in range(120):
+        t = time.perf_counter()
+        d.c.ask("context", q=ctx_qs[i % len(ctx_qs)], budget=2000)
+        ct.append((time.perf_counter() - t) * 1000)
+    row_h = ("(h) context, 2,000 tokens: p50/p95 ms", f"{pct(ct, 50):.1f}/{pct(ct, 95):.1f}", "", "", "")
+
     # (c) vaultq end to end, from bytecode as an installed package runs (compileall writes it
     # even where PYTHONDONTWRITEBYTECODE is set). The baseline runs the same interpreter, so
     # both pay the same start-up (a `python3` shim on PATH could cost several times more).
@@ -331,6 +344,7 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     rows.append(("(g) churn: writes, lost, drain s", f"{n} writes, {len(lost)} lost, {drained:.2f} s",
                  f"{notes} notes indexed, {on_disk} on disk; {differ} differ from a fresh build", "",
                  "0 lost, ≤ 2 s"))
+    rows.append(row_h)
     label = f"{name}: {len(files)} notes, {mb:.0f} MB"
     return [(label if i == 0 else "", *r) for i, r in enumerate(rows)]
 
