@@ -706,13 +706,26 @@ def _link_json(r: Resolved) -> dict:
 
 
 def _add_context(root: Path, items: list[dict]) -> None:
-    """Give each item the text of the line it stands on, read from its file."""
-    cache: dict[str, list[str]] = {}
+    """Give each item the text of the line it stands on, read from its file. Only the lines
+    wanted are decoded, and the file split only as far as the last of them: a hub note's
+    backlinks come from hundreds of files, decoding them whole took 0.6 ms each at seed scale."""
+    by_path: dict[str, list[dict]] = {}
     for it in items:
-        lines = cache.get(it["path"])
-        if lines is None:
-            try:
-                lines = cache[it["path"]] = decode((root / it["path"]).read_bytes())[0].split("\n")
-            except OSError:
-                lines = cache[it["path"]] = []
-        it["text"] = lines[it["line"] - 1] if 0 < it["line"] <= len(lines) else ""
+        by_path.setdefault(it["path"], []).append(it)
+    for path, its in by_path.items():
+        try:
+            data = (root / path).read_bytes()
+        except OSError:
+            data = b""
+        upto = max(it["line"] for it in its)
+        if b"\r" in data:  # a lone CR ends a line too (see decode): the slow way
+            lines = decode(data)[0].split("\n", upto)
+        else:
+            lines = data.split(b"\n", upto)
+        for it in its:
+            n = it["line"]
+            line = lines[n - 1] if 0 < n <= len(lines) else ""
+            if isinstance(line, bytes):  # as decode() reads it: bad bytes replaced, the file's BOM dropped, NULs blanked
+                line = line.decode("utf-8", "replace").replace("\x00", " ")
+                line = line.removeprefix("\ufeff") if n == 1 else line
+            it["text"] = line
