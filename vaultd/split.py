@@ -19,6 +19,7 @@ import base64
 import difflib
 import fnmatch
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -70,13 +71,20 @@ class Plan:
 # -- planning -----------------------------------------------------------------------------
 
 
-def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: int | None = None):
+def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: int | None = None,
+              at: list[int] | None = None):
     """Cut line ranges [first, end) (0-based) at the highest heading level, packing neighbours
     up to `threshold` bytes; a section still too big is cut one level deeper. `limit` is
     where the enclosing section ends. Returns ([(first, end, heading)], [oversized headings])."""
     if not heads:
         return [], []
     limit = len(lines) if limit is None else limit
+    at = [0, *itertools.accumulate(map(len, lines))] if at is None else at  # bytes before each line
+
+    def size(a: int, b: int) -> int:  # of lines a..b-1, as len(b"".join(lines[a:b])) (clamped alike)
+        n = len(lines)
+        return at[min(b, n)] - at[min(a, n)] if b > a else 0
+
     level = min(h.level for h in heads)
     tops = [h for h in heads if h.level == level]
     chunks: list[tuple[int, int, str]] = []
@@ -85,19 +93,18 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
     for i, h in enumerate(tops):
         first = h.line - 1
         end = tops[i + 1].line - 1 if i + 1 < len(tops) else limit
-        size = sum(len(x) for x in lines[first:end])
-        if size > threshold:
+        if size(first, end) > threshold:
             inner = [x for x in heads if first + 1 < x.line <= end]
-            sub, over = _sections(lines, inner, threshold, end) if inner else ([], [])
+            sub, over = _sections(lines, inner, threshold, end, at) if inner else ([], [])
             if sub:
                 # the heading line and the text before the first subheading go with the first chunk
                 # when they fit together, else they are a chunk of their own
                 intro_end = sub[0][0]
-                if sum(len(x) for x in lines[first:sub[0][1]]) <= threshold and sub[0][2] not in over:
+                if size(first, sub[0][1]) <= threshold and sub[0][2] not in over:
                     sub[0] = (first, sub[0][1], h.text)
                 else:
                     sub.insert(0, (first, intro_end, h.text))
-                    if sum(len(x) for x in lines[first:intro_end]) > threshold:
+                    if size(first, intro_end) > threshold:
                         over = [h.text, *over]
                 chunks += sub
                 oversized += over
@@ -106,7 +113,7 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
                 chunks.append((first, end, h.text))
             packable = False
             continue
-        if packable and chunks[-1][1] == first and sum(len(x) for x in lines[chunks[-1][0]:end]) <= threshold:
+        if packable and chunks[-1][1] == first and size(chunks[-1][0], end) <= threshold:
             chunks[-1] = (chunks[-1][0], end, chunks[-1][2])
         else:
             chunks.append((first, end, h.text))
@@ -121,9 +128,8 @@ def _fresh_ids(start: str, taken: set[str], n: int) -> list[str]:
     while len(out) < n:
         t += 1
         ident = time.strftime("%Y%m%dT%H%M%S", time.localtime(t))
-        if ident not in taken:
+        if ident not in taken and ident not in out:  # `taken` is left as it is: callers share it
             out.append(ident)
-            taken.add(ident)
     return out
 
 
@@ -131,9 +137,15 @@ def _slug(text: str) -> str:
     return _SLUG.sub("-", text.casefold()).strip("-")[:60] or "part"
 
 
+def taken(graph: Graph) -> tuple[set[str], set[str]]:
+    """The vault's Denote identifiers and its paths case-folded: what no new part may take."""
+    return {n.id for n in graph.notes.values() if n.id}, {p.casefold() for p in graph.notes}
+
+
 def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
-               read=lambda p: (Path(p)).read_bytes()) -> Plan:
-    """What splitting `note` (whose file holds `data`) would write. Raises SplitError."""
+               read=lambda p: (Path(p)).read_bytes(), names_taken: tuple[set[str], set[str]] | None = None) -> Plan:
+    """What splitting `note` (whose file holds `data`) would write. Raises SplitError.
+    `names_taken`: `taken(graph)`, when the caller plans many notes (it reads every note)."""
     if note.problems:
         raise SplitError(f"{note.path} has parse problems: {note.problems[0]}")
     if len(data) <= cfg.threshold:
@@ -150,8 +162,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
     ext = ".org" if org else ".md"
     dn = parse_name(stem)
-    ids = _fresh_ids(dn.id, {n.id for n in graph.notes.values() if n.id}, len(chunks)) if dn else []
-    existing = {p.casefold() for p in graph.notes}
+    ids_taken, existing = names_taken or taken(graph)
+    ids = _fresh_ids(dn.id, ids_taken, len(chunks)) if dn else []
     names: list[str] = []
     for i, (_, _, title) in enumerate(chunks):
         if dn:
@@ -177,7 +189,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
 
     # Rewrite links: from other notes into moved headings/blocks; and the note's own
     edits: dict[str, list[tuple[int, int, str, str]]] = {}  # path -> (line, col, old raw, new raw)
-    for src, r in graph.backlinks(note.path):
+    for src, r in graph.backlinks(note.path, anchored=True):  # a link to the note itself stays as it is
         if r.line is None or r.line not in line_part or r.link.kind == "id":
             continue
         target = part_paths[line_part[r.line]]

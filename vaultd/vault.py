@@ -538,6 +538,7 @@ class Vault:
         """Notes over the threshold (splittable or not, and why), and notes over the warning size."""
         cfg = self.config.split
         over, cannot, growing = [], [], []
+        names_taken = split.taken(self._ready_graph())  # once, not per note: it reads every note
         for path, n in sorted(self.notes.items()):
             if n.size <= cfg.warn:
                 continue
@@ -547,7 +548,7 @@ class Vault:
                 cannot.append({"path": path, "size": n.size, "why": "excluded by split.exclude"})
             else:
                 try:
-                    plan = self._split_plan(path)
+                    plan = self._split_plan(path, names_taken)
                     over.append({"path": path, "size": n.size, "parts": len(plan.parts), "rewritten": plan.rewritten,
                                  "oversized": plan.oversized})
                 except (split.SplitError, OSError) as e:
@@ -555,13 +556,13 @@ class Vault:
         return {"threshold": cfg.threshold, "warn": cfg.warn, "mode": cfg.mode, "over": over, "cannot": cannot,
                 "growing": growing}
 
-    def _split_plan(self, path: str) -> split.Plan:
+    def _split_plan(self, path: str, names_taken=None) -> split.Plan:
         note = self.notes[path]
         data = (self.root / path).read_bytes()
         if len(data) != note.size:
             raise split.SplitError(f"{path} changed since it was indexed; try again in a moment")
         return split.plan_split(note, data, self._ready_graph(), self.root, self.config.split,
-                                read=lambda p: p.read_bytes())
+                                read=lambda p: p.read_bytes(), names_taken=names_taken)
 
     def split_note(self, name: str, dry_run: bool = False, check_quiet: bool = True) -> dict:
         """Split one note (or show the plan and diff with `dry_run`). Raises QueryError."""
