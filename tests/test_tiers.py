@@ -57,6 +57,15 @@ def test_hot_rules(v):
     assert "archive/active-but-cold.md" not in why, "COLD is never HOT"
 
 
+def test_a_tag_that_never_goes_stale(tmp_path):
+    v = make_vault(tmp_path, {"stale-active.md": ("---\ntags: [active]\n---\nold work\n", 60),
+                              "old.md": ("old\n", 90)}, warm_after_days=float("inf"))
+    try:
+        assert hot_why(v) == {"stale-active.md": ["tag:active"]}
+    finally:
+        v.close()
+
+
 def test_pins_and_access_make_hot(v):
     v.pin("old.md", True)
     v.read("stale-active.md")

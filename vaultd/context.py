@@ -44,7 +44,7 @@ def ranked_sections(lines: list[str], headings: list, matcher, body_start: int,
     hs = sorted((h for h in headings if h.line >= body_start), key=lambda h: h.line)
     starts = [(body_start, None)] + [(h.line, h.text) for h in hs]
     text = "\n".join(lines)
-    low = text.lower()  # once, not per section
+    low = text.lower() if matcher.latin else text  # once, not per section; bigrams match as written
     at = [0, *itertools.accumulate(len(line) + 1 for line in lines)]  # where each line starts in `text`
     secs = []
     for i, (first, title) in enumerate(starts):

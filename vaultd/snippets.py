@@ -88,7 +88,8 @@ class Matcher:
     def terms(self, text: str, start: int = 0, end: int | None = None, low: str | None = None) -> set[str]:
         """The distinct query terms found in text[start:end] (`low`: `text` lower-cased, when
         the caller has it): those `find` gives, each found once. A term met only where a
-        longer one starts (`index` in `indexes`) is not one of them."""
+        longer one starts (`index` in `indexes`) is not one of them, even past the
+        MAX_PER_TERM matches after which `find` stops recording the longer one."""
         end = len(text) if end is None else end
         found = {g for g in self.grams if text.find(g, start, end) >= 0}
         if not self.latin:

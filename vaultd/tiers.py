@@ -30,8 +30,12 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     pins, access, cold = set(state.pins), state.access, _cold_pattern(tuple(cfg.cold)).match
     # Most notes are none of pinned, read, changed lately, or tagged hot and touched lately:
     # they are let go at one test, 20x faster than the whole loop. Its cut-offs are a second
-    # early, so that it never lets go a note the exact tests below would keep.
-    old_ns, cool_ns = (int((now - days * day) * 1e9) - 1_000_000_000 for days in (cfg.hot_days, cfg.warm_after_days))
+    # early, so that it never lets go a note the exact tests below would keep; none at all
+    # for `inf` days, and no "touched lately" cut-off before 1970, where a note never read
+    # counts as touched (at 0).
+    old_ns, cool_ns = (int(x) - 1_000_000_000 if math.isfinite(x) and x > least else -(1 << 80)
+                       for x, least in (((now - cfg.hot_days * day) * 1e9, -math.inf),
+                                        ((now - cfg.warm_after_days * day) * 1e9, 1e9)))
     ranked = []
     for path, n in notes.items():
         m = n.mtime_ns
