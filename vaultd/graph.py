@@ -190,6 +190,7 @@ class Graph:
         self._anchor_order: dict[str, list[str]] = {}  # term -> its targets by path, last first (see anchored_by)
         self.notes: dict[str, Note] = {}
         self._out: dict[str, list[Dest]] = {}  # parallel to note.links
+        self._n_links = self._n_broken = 0  # over _out, kept as it changes: `status` asks each time
         self._back: dict[str, set[str]] = defaultdict(set)  # target -> the sources linking to it
         self._plain: dict[str, Dest] = {}  # target -> the one Dest(target) every plain link to it shares
         self._src_deps: dict[str, tuple[str, ...]] = {}  # src -> the lookup keys its links depend on
@@ -271,6 +272,8 @@ class Graph:
                     if t is not None and t != src:
                         back[t].add(src)
                 self._out[src] = dests
+                self._n_links += len(dests)
+                self._n_broken += sum(1 for d in dests if d.broken)
                 if self._terms is not None:
                     self._add_anchor_text(src, links, dests)
                 self._src_deps[src] = tuple(deps)
@@ -326,7 +329,10 @@ class Graph:
                 if not c:
                     del self._anchor_text[t]
         self._src_deps.pop(src, None)
-        for d in self._out.pop(src, ()):
+        dests = self._out.pop(src, ())
+        self._n_links -= len(dests)
+        self._n_broken -= sum(1 for d in dests if d.broken)
+        for d in dests:
             if d.target is not None:
                 self._back.get(d.target, set()).discard(src)
 
@@ -588,7 +594,7 @@ class Graph:
     def count(self) -> tuple[int, int]:
         """(links, broken links)."""
         with self._lock:
-            return sum(len(v) for v in self._out.values()), sum(1 for v in self._out.values() for d in v if d.broken)
+            return self._n_links, self._n_broken
 
     def orphans(self) -> list[str]:
         with self._lock:
