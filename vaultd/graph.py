@@ -578,6 +578,8 @@ class Graph:
 
     def broken(self) -> list[tuple[str, Resolved]]:
         with self._lock:
+            if not self._n_broken:  # the common case: no pass over every link
+                return []
             return self._resolved(sorted(self._out), lambda dests: [(i, d) for i, d in enumerate(dests) if d.broken])
 
     def _resolved(self, sources: Iterable[str], pick: Callable[[list[Dest]], list[tuple[int, Dest]]]) -> list[tuple[str, Resolved]]:
