@@ -104,6 +104,16 @@ class Conn:
         self.s.close()
 
 
+def timed(cmd: list[str], what: str, **kw) -> tuple[float, float, float]:
+    """(wall s, CPU s with its children, peak RSS MB) of `cmd`, process start to exit."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, **kw)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        sys.exit(f"bench: {what} failed")
+    return time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+
+
 def run(cmd, **kw) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
@@ -199,23 +209,13 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     ours, raws = [], []
     for i in range(2):
         into = state if i else work / "state0"
-        t0 = time.perf_counter()
-        p = subprocess.Popen([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(into), "--config",
-                              str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
-        if status:
-            sys.exit(f"bench: vaultd index failed on {vault}")
-        ours.append((time.perf_counter() - t0, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024))
+        ours.append(timed([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(into), "--config",
+                           str(cfg)], f"vaultd index on {vault}", stderr=subprocess.DEVNULL))
         (work / f"raw{i}").mkdir()
-        t0 = time.perf_counter()  # process start to exit, as for vaultd index
-        p = subprocess.Popen([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / f"raw{i}")],
-                             stdout=subprocess.DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
-        if status:
-            sys.exit("bench: the raw Tantivy baseline failed")
-        raws.append((time.perf_counter() - t0, ru.ru_utime + ru.ru_stime))
+        raws.append(timed([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / f"raw{i}")],
+                          "the raw Tantivy baseline"))
     shutil.rmtree(work / "state0")
-    (t_index, cpu_index, index_rss), (t_raw, cpu_raw) = min(ours), min(raws)
+    (t_index, cpu_index, index_rss), (t_raw, cpu_raw, _) = min(ours), min(raws)
     rows.append(("(a) full index, s (faster of 2)", f"{t_index:.2f}", f"raw Tantivy {t_raw:.2f}",
                  f"{t_raw / t_index:.2f}x the raw rate", "≥ 0.75x"))
     rows.append(("    notes/s, MB/s, peak RSS", f"{len(files) / t_index:.0f}, {mb / t_index:.1f}, {index_rss:.0f} MB",

@@ -82,7 +82,7 @@ def _focus(lines: list[str], text: str, low: str, at: list[int], first: int, las
             n = bisect.bisect_right(at, i)  # the line `i` is on
             lines_with.add(n)
             i = hay.find(w, at[n], end)  # on from the next line
-    return max(sorted(lines_with), key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
+    return max(lines_with, key=lambda n: (matcher.spans(lines[n - 1])[1], -n))
 
 
 def whole_section(lines: list[str], headings: list, first: int, last: int) -> int:

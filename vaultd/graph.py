@@ -16,9 +16,9 @@ PDFs) and URLs are kept but are not edges.
 from __future__ import annotations
 
 import functools
-import operator
 import heapq
 import math
+import operator
 import os
 import posixpath
 import re

@@ -27,22 +27,23 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     now = now or time.time()
     day = 86400.0
     hot_tags, done_tags = set(cfg.hot_tags), set(cfg.done_tags)
-    pins, access, cold = set(state.pins), state.access, _cold_pattern(tuple(cfg.cold)).match
+    pins, access = set(state.pins), state.access
     # Most notes are none of pinned, read, changed lately, or tagged hot and touched lately:
     # they are let go at one test, 20x faster than the whole loop. Its cut-offs are a second
     # early, so that it never lets go a note the exact tests below would keep; none at all
     # for `inf` days, and no "touched lately" cut-off before 1970, where a note never read
     # counts as touched (at 0).
-    old_ns, cool_ns = (int(x) - 1_000_000_000 if math.isfinite(x) and x > least else -(1 << 80)
-                       for x, least in (((now - cfg.hot_days * day) * 1e9, -math.inf),
-                                        ((now - cfg.warm_after_days * day) * 1e9, 1e9)))
+    never = -(1 << 80)  # a cut-off no note is older than
+    old, cool = ((now - days * day) * 1e9 for days in (cfg.hot_days, cfg.warm_after_days))
+    old_ns = int(old) - 1_000_000_000 if math.isfinite(old) else never
+    cool_ns = int(cool) - 1_000_000_000 if math.isfinite(cool) and cool > 1e9 else never
     ranked = []
     for path, n in notes.items():
         m = n.mtime_ns
         if m < old_ns and path not in access and path not in pins and (
                 (m < cool_ns and path not in state.last_access) or hot_tags.isdisjoint(n.tags)):
             continue
-        if cold(path):
+        if is_cold(path, cfg):
             continue
         pinned = path in pins
         tags = set(n.tags)

@@ -561,7 +561,7 @@ class Vault:
         return {"threshold": cfg.threshold, "warn": cfg.warn, "mode": cfg.mode, "over": over, "cannot": cannot,
                 "growing": growing}
 
-    def _split_plan(self, path: str, names_taken=None) -> split.Plan:
+    def _split_plan(self, path: str, names_taken: tuple[set[str], set[str]] | None = None) -> split.Plan:
         note = self.notes[path]
         data = (self.root / path).read_bytes()
         if len(data) != note.size:
