@@ -48,10 +48,8 @@ def _mask(line: str, pattern: re.Pattern) -> str:
     return pattern.sub(lambda m: " " * len(m.group()), line)
 
 
-def _split_search(target: str) -> tuple[str, str]:
-    """`rel.org::*Heading` -> ("rel.org", "*Heading")."""
-    path, sep, opt = target.partition("::")
-    return path, opt if sep else ""
+_NOTE_KIND = {"file": "file", "file+sys": "file", "file+emacs": "file", "denote": "denote", "id": "id"}
+"""Org link types that name a note, and the kind of link each is."""
 
 
 def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) -> Link | None:
@@ -62,7 +60,6 @@ def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) ->
     target = line[a:b]
     if "\\" in target:
         target = target.replace("\\]", "]").replace("\\[", "[").replace("\\|", "|")  # `\|` inside tables
-    bang = start < m.start()
     col = start + 1
     raw = line[start : m.end()]
     if desc is not None or org or (":" in target and _SCHEME.match(target)):
@@ -70,18 +67,14 @@ def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) ->
         label = desc or ""
         if target.startswith("<") and target.endswith(">"):
             target = target[1:-1]  # [[<https://...>][]]
-        sm = _SCHEME.match(target)
+        head, sep, rest = target.partition(":")
+        kind = _NOTE_KIND.get(head.lower()) if sep else None  # only ASCII letters lower to these
+        if kind is not None:
+            # [[file:path::search]], [[denote:ID::search]], [[id:UUID::search]]
+            path, _, opt = rest.partition("::")
+            return Link(line=lineno, col=col, raw=raw, kind=kind, target=path.strip(), anchor=opt.strip(), label=label)
+        sm = _SCHEME.match(target) if sep else None
         scheme = sm.group(1).lower() if sm else ""
-        rest = target[sm.end():] if sm else target
-        if scheme in ("file", "file+sys", "file+emacs"):
-            path, opt = _split_search(rest)
-            return Link(line=lineno, col=col, raw=raw, kind="file", target=path.strip(), anchor=opt.strip(), label=label)
-        if scheme == "denote":
-            ident, opt = _split_search(rest)
-            return Link(line=lineno, col=col, raw=raw, kind="denote", target=ident.strip(), anchor=opt.strip(), label=label)
-        if scheme == "id":
-            ident, opt = _split_search(rest)
-            return Link(line=lineno, col=col, raw=raw, kind="id", target=ident.strip(), anchor=opt.strip(), label=label)
         if scheme == "dendron":  # [[dendron://vault/note.name]]
             target = re.sub(r"^dendron://[^/]*/", "", target)
         elif scheme:
@@ -98,17 +91,20 @@ def _bracket_link(line: str, m: re.Match, start: int, lineno: int, org: bool) ->
     name, _, anchor = name.partition("#")
     if not name.strip():
         return Link(line=lineno, col=col, raw=raw, kind="internal", target="", anchor=anchor.strip(), label=alias.strip())
-    kind = "embed" if bang else "wiki"
+    kind = "embed" if start < m.start() else "wiki"  # the match starts after a `!`
     return Link(line=lineno, col=col, raw=raw, kind=kind, target=name.strip(), anchor=anchor.strip(), label=alias.strip())
 
 
 def _md_link(line: str, m: re.Match, start: int, lineno: int) -> Link | None:
     """The link an _MDLINK match (found on the masked line) stands for, read from `line`."""
-    text, dest = line[m.start(1) : m.end(1)], line[m.start(2) : m.end(2)]
+    a, b = m.span(2)
+    dest = line[a:b]
     if dest.startswith("<"):
         dest = dest[1:-1]
     if not dest:
         return None
+    a, b = m.span(1)
+    text = line[a:b]
     col = start + 1
     raw = line[start : m.end()]
     if ":" in dest:  # both a scheme and "://" need one
@@ -117,8 +113,8 @@ def _md_link(line: str, m: re.Match, start: int, lineno: int) -> Link | None:
         elif _SCHEME.match(dest) or "://" in dest:
             return Link(line=lineno, col=col, raw=raw, kind="url", target=dest, label=text)
     path, _, anchor = dest.partition("#")
-    path = unquote(path)
-    anchor = unquote(anchor)
+    if "%" in dest:  # unquote returns text without one as it is
+        path, anchor = unquote(path), unquote(anchor)
     if not path:
         return Link(line=lineno, col=col, raw=raw, kind="internal", target="", anchor=anchor, label=text)
     return Link(line=lineno, col=col, raw=raw, kind="md", target=path, anchor=anchor, label=text)
@@ -141,7 +137,9 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     """Add the links of one line to `links`; return the line with links read as their labels.
     `cont` is the next line, for an Org link whose description goes on there.
 
-    Each pattern runs only when its literal part ("[[", "](", "://") is in the line."""
+    Each pattern runs only when its literal part ("[[", "](", "://") is in the line, and
+    from where that part first is: no match can start before it (a link of a note is
+    most often at the end of a long line of prose)."""
     first = len(line)
     if cont:
         line = line + "\n" + cont
@@ -152,8 +150,9 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
         masked = _mask(masked, _ORG_VERBATIM if org else _MD_INLINE_CODE)
     found: list[tuple[int, int, Link]] = []  # (start, end, link); starts never repeat
     taken: list[tuple[int, int]] = []
-    if "[[" in masked:
-        for m in _BRACKET.finditer(masked):
+    at = masked.find("[[")
+    if at >= 0:
+        for m in _BRACKET.finditer(masked, at):
             start, end = m.span()
             if start and masked[start - 1] == "!":
                 start -= 1
@@ -161,8 +160,8 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
             link = _bracket_link(line, m, start, lineno, org)
             if link is not None and start < first:
                 found.append((start, end, link))
-    if not org and "](" in masked:
-        for m in _MDLINK.finditer(masked):
+    if not org and "(" in masked and "](" in masked:
+        for m in _MDLINK.finditer(masked, masked.find("[")):
             start, end = m.span()
             if start and masked[start - 1] == "!":
                 start -= 1
@@ -172,8 +171,9 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
             link = _md_link(line, m, start, lineno)
             if link is not None and start < first:
                 found.append((start, end, link))
-    if "://" in masked:
-        for m in _URL.finditer(masked):
+    at = masked.find("://") if ":" in masked else -1
+    if at >= 0:
+        for m in _URL.finditer(masked, max(0, at - 5)):  # "https" is the longest scheme before it
             start = m.start()
             if start >= first or taken and any(a <= start < b for a, b in taken):
                 continue
@@ -181,8 +181,11 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
             found.append((start, start + len(url), Link(line=lineno, col=start + 1, raw=url, kind="url", target=url)))
     if not found:
         return line[:first]
-    if len(found) > 1:
-        found.sort(key=itemgetter(0))
+    if len(found) == 1:  # most lines with a link have one
+        a, b, link = found[0]
+        links.append(link)
+        return line[:a] + (_label(link) if link.kind != "url" else line[a:b]) + line[b if b < first else first : first]
+    found.sort(key=itemgetter(0))
     out, last = [], 0
     for a, b, link in found:
         links.append(link)
@@ -211,15 +214,15 @@ def _extract_org(lines: list[str], first: int, code: bool) -> tuple[list[Link], 
     org_block: str | None = None
     rows = enumerate(lines)
     if not code:  # no block to be inside of: the lines the loop below would skip are left out
-        rows = [(i, line) for i, line in rows if ":" in line or "[" in line or "<<" in line]  # (a URL has a ":")
+        rows = [(i, line) for i, line in rows if ":" in line or "[" in line or "<" in line and "<<" in line]  # (a URL has a ":")
     for i, line in rows:
         if not line:
             continue
         if org_block is not None:
-            if "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
+            if "#" in line and "#+" in line and re.match(rf"^\s*#\+end_{org_block}\b", line, re.IGNORECASE):
                 org_block = None
             continue
-        if "#+" in line:
+        if "#" in line and "#+" in line:
             bm = _ORG_BLOCK.match(line)
             if bm:
                 org_block = bm.group(1)
@@ -231,11 +234,13 @@ def _extract_org(lines: list[str], first: int, code: bool) -> tuple[list[Link], 
                 km = _ORG_KEYWORD.match(line)  # keep what a keyword says, drop drawer lines
                 body[i] = km.group(1) if km and km.group(1) else ""
                 continue
-        if "<<" in line:
+        if "<" in line and "<<" in line:
             blocks.extend(Block(t.group(1).strip(), i + first) for t in _ORG_TARGET.finditer(line))
-        if "[" not in line and "://" not in line:
+        if "[" not in line and ("://" not in line if ":" in line else True):
             continue
-        cont = lines[i + 1] if i + 1 < len(lines) and _OPEN_DESC.search(line) else ""
+        # an open description ends the line, so its "][" holds the line's last "]"
+        cont = lines[i + 1] if i + 1 < len(lines) and line.startswith("[", line.rfind("]") + 1) \
+            and _OPEN_DESC.search(line) else ""
         body[i] = _scan_line(line, i + first, True, links, cont)
     return links, blocks, body
 
@@ -248,9 +253,9 @@ def _extract_md(lines: list[str], first: int, code: bool) -> tuple[list[Link], l
     prev_blank, in_list = True, False
     rows = enumerate(lines)
     if not code:  # no fence, no indented line: the state below never counts, the lines left out do nothing
-        rows = [(i, line) for i, line in rows if "[" in line or "://" in line or "^" in line]
+        rows = [(i, line) for i, line in rows if "[" in line or "^" in line or ":" in line and "://" in line]
     for i, line in rows:
-        if fence is not None or "```" in line or "~~~" in line:
+        if fence is not None or "`" in line and "```" in line or "~" in line and "~~~" in line:
             is_fence, fence = fence_step(line, fence)
             if is_fence or fence is not None:
                 continue
@@ -269,6 +274,6 @@ def _extract_md(lines: list[str], first: int, code: bool) -> tuple[list[Link], l
             bid = _MD_BLOCK_ID.search(line)
             if bid:
                 blocks.append(Block(bid.group(1), i + first))
-        if "[" in line or "://" in line:
+        if "[" in line or ":" in line and "://" in line:
             body[i] = _scan_line(line, i + first, False, links)
     return links, blocks, body

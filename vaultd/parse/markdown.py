@@ -58,9 +58,9 @@ def parse(text: str) -> MarkdownFacts:
     # indented first line needs no test: read first, it meets the state it would anyway.
     out.code = fences or "\t" in text or "\n    " in text
     for n, line in rows:
-        if "#" not in line and fence is None and "```" not in line and "~~~" not in line:
+        if "#" not in line and fence is None and not ("`" in line and "```" in line) and not ("~" in line and "~~~" in line):
             continue  # neither heading, tag nor fence: the common case, kept cheap
-        if fence is not None or "```" in line or "~~~" in line:
+        if fence is not None or "`" in line and "```" in line or "~" in line and "~~~" in line:
             is_fence, fence = fence_step(line, fence)
             if is_fence or fence is not None:
                 continue
