@@ -1,5 +1,8 @@
 """The Vault facade in-process, on a real Tantivy index in a temp state dir."""
 
+import os
+import tempfile
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -130,6 +133,8 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
             (vault / f"bulk/n{i}.md").write_text(f"---\ntags: [bulk]\n---\n# Note {i}\n\nwork item {i} [md](n{i + 1}.md)\n")
     (vault / "bulk/bad.md").write_bytes(b"---\ntitle: [unclosed\n---\n\xff\xfe caf\xe9 work\n")
     on_disk = len(list(vault.rglob("*.md"))) + len(list(vault.rglob("*.org")))
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    stale = tempfile.mkdtemp(prefix=f"{workers.SPOOL_PREFIX}{2**22 + 1}-", dir=base)  # past any pid: a killed daemon's
     tables = []
     for n in (1, 2):
         cfg = Config(vault=str(vault), state_dir=str(tmp_path / f"st{n}"), index=Index(workers=n)).load()
@@ -145,6 +150,27 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
         finally:
             v.close()
     assert {p: msgspec.msgpack.decode(b) for p, b in tables[0].items() if tables[1].get(p) != b} == {}
+    # the workers' payload files went with the batch
+    spools = [d for base in ("/dev/shm", tempfile.gettempdir()) if os.path.isdir(base)
+              for d in os.listdir(base) if d.startswith(f"{workers.SPOOL_PREFIX}{os.getpid()}-")]
+    assert spools == [] and not os.path.exists(stale)
+
+
+def test_a_worker_that_cannot_write_its_payload_sends_it_through_the_pipe(vault, tmp_path):
+    from vaultd import workers
+
+    items = [(str(p.relative_to(vault)), 0) for p in sorted(vault.rglob("*.md"))] + [("gone.md", 0)]
+    gone = tmp_path / "spool-that-is-not-there"
+    payload, results = workers._chunk(str(vault), items, 1 << 20, str(gone))  # in this process: same code
+    assert isinstance(payload, bytes) and not gone.exists()
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    path, same = workers._chunk(str(vault), items, 1 << 20, str(spool))
+    assert isinstance(path, str) and same == results
+    via_pipe = [(rel, note) for rel, note, _ in workers._documents(payload, results)]
+    via_file = [(rel, note) for rel, note, _ in workers._documents(path, same)]
+    assert via_pipe == via_file and via_pipe[-1] == ("gone.md", None) and len(via_pipe) == len(items)
+    assert via_pipe[0][1].path == items[0][0] and not os.listdir(spool)  # the file is gone once read
 
 
 def test_a_stop_gives_up_the_batch_and_commits_nothing(cfg, vault):

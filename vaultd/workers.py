@@ -7,8 +7,12 @@ inline: a pool costs more to start than a few files take.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import mmap
 import os
+import shutil
+import tempfile
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -48,12 +52,44 @@ def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | str
     return parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
 
 
-def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int) -> list[tuple[str, bytes | str | None]]:
-    out = []
+Payload = str | bytes | None
+"""Where a worker's documents are: the file it wrote them to, or themselves when it could
+not write one (a full or missing spool), or None when it made none."""
+
+
+def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
+           spool: str | None) -> tuple[Payload, list[tuple[str, tuple[int, int] | str | None]]]:
+    """Parse `items` in a worker: their index documents, msgpack encoded one after the
+    other into one payload, and for each item its document's (start, end) there, or why
+    it could not be read, or None when it is gone.
+
+    The payload goes to a file in `spool`, whose name is all that is sent back: 400 MB of
+    documents at seed scale sent through the pool's pipe are pickled, copied through it
+    and unpickled in the daemon, 0.6 CPU-s more than writing and mapping the files."""
+    out: list[tuple[str, tuple[int, int] | str | None]] = []
+    buf = bytearray()
     for rel, mtime_ns in items:
         note = read_parse(root, rel, mtime_ns, max_bytes)
-        out.append((rel, _encoder.encode(fields(note)) if isinstance(note, Note) else note))
-    return out
+        if isinstance(note, Note):
+            start = len(buf)
+            _encoder.encode_into(fields(note), buf, -1)
+            out.append((rel, (start, len(buf))))
+        else:
+            out.append((rel, note))
+    if not buf:
+        return None, out
+    if spool is not None:
+        path = None
+        try:
+            fd, path = tempfile.mkstemp(dir=spool)
+            with open(fd, "wb") as f:
+                f.write(buf)
+            return path, out
+        except OSError:  # a full or missing spool: the pipe will do
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+    return bytes(buf), out
 
 
 def _inline(root: str, items: list[tuple[str, int]], max_bytes: int) -> Iterator[Parsed]:
@@ -78,25 +114,74 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
         return
     chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
     done = 0
+    spool = _spool()
     try:
         # spawn, not fork: the daemon has threads (watcher, server) a fork would copy mid-step
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            pending = deque(pool.submit(_chunk, root, c, max_bytes) for c in chunks[: workers * 4])
+            pending = deque(pool.submit(_chunk, root, c, max_bytes, spool) for c in chunks[: workers * 4])
             queued = len(pending)
             while pending:
-                for rel, data in pending.popleft().result():
-                    if not isinstance(data, bytes):
-                        if data:  # the worker could not read it: logged here, with the daemon's logging
-                            logger.warning("%s", data)
-                        yield rel, None, None
-                    else:
-                        doc = _decoder.decode(data)
-                        yield rel, meta_note(doc), doc
+                yield from _documents(*pending.popleft().result())
                 done += 1
                 if queued < len(chunks):
-                    pending.append(pool.submit(_chunk, root, chunks[queued], max_bytes))
+                    pending.append(pool.submit(_chunk, root, chunks[queued], max_bytes, spool))
                     queued += 1
     except BrokenProcessPool:
         logger.warning("a parsing worker died; parsing the rest in the daemon")
         for c in chunks[done:]:
             yield from _inline(root, c, max_bytes)
+    finally:
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
+
+
+SPOOL_PREFIX = "vaultd-parse-"
+
+
+def _spool() -> str | None:
+    """A folder of this process's own for the workers' payloads, in /dev/shm where there
+    is one (RAM: a file lives there a few milliseconds, never reaching a disk); None when
+    none can be made. Folders left by a daemon that was killed mid-index go first."""
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            pid = name[len(SPOOL_PREFIX) :].split("-", 1)[0]
+            if name.startswith(SPOOL_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    try:
+        return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=base)
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's
+        return True
+    return True
+
+
+def _documents(payload: Payload, results: list[tuple[str, tuple[int, int] | str | None]]) -> Iterator[Parsed]:
+    """A worker's chunk as parsed notes and their documents, decoded straight from its
+    file (mapped, not read: no copy of it is made) or from the bytes it sent."""
+    mm = None
+    if isinstance(payload, str):
+        with open(payload, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        os.unlink(payload)
+    try:
+        with memoryview(mm if mm is not None else payload or b"") as view:
+            for rel, data in results:
+                if isinstance(data, tuple):
+                    doc = _decoder.decode(view[data[0] : data[1]])
+                    yield rel, meta_note(doc), doc
+                else:
+                    if data:  # the worker could not read it: logged here, with the daemon's logging
+                        logger.warning("%s", data)
+                    yield rel, None, None
+    finally:
+        if mm is not None:
+            mm.close()
