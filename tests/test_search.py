@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vaultd.config import Config
-from vaultd.index import _HOLDER, CJK_RUN, split_cjk
+from vaultd.index import _HOLDER, CJK_RUN, fields, split_cjk, split_cjk_lines
+from vaultd.parse import decode, parse_file, parse_lines
 from vaultd import ranking
 from vaultd.ranking import parse
 from vaultd.vault import Vault
@@ -201,6 +202,22 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
 def test_stemmed_fields_get_text_without_hangul_han_kana_and_bigram_fields_the_runs(text):
     # split_cjk splits once for both (faster); this is what it must equal
     assert split_cjk(text) == (CJK_RUN.sub(_HOLDER, text), " ".join(CJK_RUN.findall(text)))
+    # and the worker's way, from the lines (no run crosses a line end)
+    assert split_cjk_lines(text.split("\n")) == split_cjk(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["---\n", "title: 가\n", "tags: [a]\n", "# 머리 h\n", "* H 가치관\n", "[[x|가 나]] ", "a",
+                                 "가치관이 ", "\n", "\r\n", "\ufeff", "\x00", "é", "---"]), max_size=25).map("".join),
+       st.sampled_from(["n.md", "n.org", "20240101T000000--가-b__t.md"]))
+@example("---\ntitle: 가\n---", "n.md")  # front matter to the last byte
+def test_workers_index_documents_equal_the_daemons_own(text, name):
+    # workers make documents from parse_lines (a body of lines never joined); the daemon's
+    # own (small batches) from parse_file: the index must not know which it got
+    data = text.encode()
+    assert fields(*parse_lines(name, data)) == fields(parse_file(name, data))
+    # one body line per file line, front matter blanked: what a hit's line number is read from
+    assert parse_file(name, data).body.count("\n") == decode(data)[0].count("\n")
 
 
 @settings(max_examples=300, deadline=None)

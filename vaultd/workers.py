@@ -23,7 +23,7 @@ import msgspec
 
 from .index import fields, meta_note
 from .note import Note
-from .parse import parse_file
+from .parse import parse_file, parse_lines
 
 logger = logging.getLogger("vaultd.workers")
 
@@ -40,16 +40,15 @@ Parsed = tuple[str, Note | None, dict | None]
 it could not be read (gone, or an OS error, logged)."""
 
 
-def read_parse(root: str, rel: str, mtime_ns: int, max_bytes: int) -> Note | str | None:
-    """The parsed note; None when the file is gone; why, when it cannot be read."""
+def read(root: str, rel: str) -> bytes | str | None:
+    """The file's bytes; None when it is gone; why, when it cannot be read."""
     try:
         with open(os.path.join(root, rel), "rb") as f:
-            data = f.read()
+            return f.read()
     except FileNotFoundError:
         return None
     except OSError as e:
         return f"cannot read {rel}: {e.strerror}"
-    return parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
 
 
 Payload = str | bytes | None
@@ -69,13 +68,13 @@ def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
     out: list[tuple[str, tuple[int, int] | str | None]] = []
     buf = bytearray()
     for rel, mtime_ns in items:
-        note = read_parse(root, rel, mtime_ns, max_bytes)
-        if isinstance(note, Note):
+        data = read(root, rel)
+        if isinstance(data, bytes):
             start = len(buf)
-            _encoder.encode_into(fields(note), buf, -1)
+            _encoder.encode_into(fields(*parse_lines(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)), buf, -1)
             out.append((rel, (start, len(buf))))
         else:
-            out.append((rel, note))
+            out.append((rel, data))
     if not buf:
         return None, out
     if spool is not None:
@@ -94,11 +93,10 @@ def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
 
 def _inline(root: str, items: list[tuple[str, int]], max_bytes: int) -> Iterator[Parsed]:
     for rel, mtime_ns in items:
-        note = read_parse(root, rel, mtime_ns, max_bytes)
-        if isinstance(note, str):
-            logger.warning("%s", note)
-            note = None
-        yield rel, note, None
+        data = read(root, rel)
+        if isinstance(data, str):
+            logger.warning("%s", data)
+        yield rel, parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns) if isinstance(data, bytes) else None, None
 
 
 def workers_for(setting: int) -> int:

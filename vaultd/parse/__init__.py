@@ -14,7 +14,7 @@ from .links import extract
 from .common import dedupe
 from .denote import parse_name
 
-__all__ = ["parse_file", "decode"]
+__all__ = ["parse_file", "parse_lines", "decode"]
 
 
 def decode(data: bytes) -> tuple[str, list[str]]:
@@ -44,6 +44,15 @@ def _stem_suffix(path: str) -> tuple[str, str]:
 
 def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: int = 0) -> Note:
     """Parse one file's bytes into a Note. `path` is vault-relative with POSIX separators."""
+    note, lines = parse_lines(path, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
+    note.body = "\n".join(lines)
+    return note
+
+
+def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: int = 0) -> tuple[Note, list[str]]:
+    """As parse_file, but the body as its lines, not joined (the Note's body is left empty):
+    an index document is made from the lines as they are (see index.fields). Joined, a
+    note with one Hangul letter is two bytes a character all through."""
     problems: list[str] = []
     size = len(data)
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -72,9 +81,8 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
         ident = kw.get("identifier") or ident
         note.uuids = f.uuids
         note.headings = f.headings
-        note.links, note.blocks, body_lines = extract(text.split("\n"), 1, org=True, code=f.code)
+        note.links, note.blocks, body = extract(text.split("\n"), 1, org=True, code=f.code)
         note.blocks += [Block(ID_ANCHOR + u, line) for u, line in f.id_lines]
-        body = "\n".join(body_lines)
     else:
         f = markdown.parse(text)
         problems += f.problems
@@ -88,15 +96,14 @@ def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: i
             note.uuids = [fm_id]
         note.aliases = markdown.meta_aliases(meta)
         note.headings = f.headings
-        note.links, note.blocks, body_lines = extract(f.lines, 1, org=False, code=f.code)
+        note.links, note.blocks, body = extract(f.lines, 1, org=False, code=f.code)
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
-        body = "\n" * f.fm_lines + "\n".join(body_lines[f.fm_lines :])
+        body[: f.fm_lines] = [""] * f.fm_lines
 
     note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else stem)
     note.id = ident
     note.signature = dn.signature if dn else None
     note.date = date
     note.tags = dedupe(t.lower() for t in tags)
-    note.body = body
     note.problems = problems
-    return note
+    return note, body
