@@ -103,10 +103,10 @@ def split_cjk(text: str) -> tuple[str, str]:
 
 def split_cjk_lines(lines: list[str]) -> tuple[str, str]:
     """split_cjk("\n".join(lines)), made from the lines themselves: only lines with a
-    character past ASCII are searched (a quarter of a seed-scale note), and the stemmed
-    text is joined from lines without Hangul, one byte a character, never from a text of
-    two (at seed scale 1.4 CPU-s less than joining first). The same two texts: a span
-    never crosses a line end."""
+    character past ASCII are searched (a quarter of the text of a seed-scale note), and
+    the stemmed text is joined from lines without Hangul, one byte a character, never
+    from a text of two (a seed-scale index takes 0.7 CPU-s less than joining first). The
+    same two texts: a span never crosses a line end."""
     spans: list[str] = []
     out = lines
     for i, line in enumerate(lines):
