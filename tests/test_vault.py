@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -167,10 +168,30 @@ def test_a_worker_that_cannot_write_its_payload_sends_it_through_the_pipe(vault,
     spool.mkdir()
     path, same = workers._chunk(str(vault), items, 1 << 20, str(spool))
     assert isinstance(path, str) and same == results
-    via_pipe = [(rel, note) for rel, note, _ in workers._documents(payload, results)]
-    via_file = [(rel, note) for rel, note, _ in workers._documents(path, same)]
+    via_pipe = [(rel, note) for rel, note, _ in workers._documents(workers._take(payload), results)]
+    via_file = [(rel, note) for rel, note, _ in workers._documents(workers._take(path), same)]
     assert via_pipe == via_file and via_pipe[-1] == ("gone.md", None) and len(via_pipe) == len(items)
     assert via_pipe[0][1].path == items[0][0] and not os.listdir(spool)  # the file is gone once read
+
+
+def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
+    from vaultd import workers
+
+    (vault / "bulk").mkdir()
+    for i in range(workers.CHUNK * 6):
+        (vault / f"bulk/n{i}.md").write_text(f"# Note {i}\n\nwork item {i} [md](n{i + 1}.md)\n")
+    items = [(f"bulk/n{i}.md", 0) for i in range(workers.CHUNK * 6)]
+    got = workers.parse_many(str(vault), items, 1 << 20, 2)
+    first = next(got)
+    time.sleep(1.5)  # the other chunks are parsed and waiting in the spool: empty it, as a cleaner of /dev/shm would
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    for d in os.listdir(base):
+        if d.startswith(f"{workers.SPOOL_PREFIX}{os.getpid()}-"):
+            for f in os.listdir(os.path.join(base, d)):
+                os.unlink(os.path.join(base, d, f))
+    rest = [first, *got]
+    assert [(rel, note.path if note else None) for rel, note, _ in rest] == [(rel, rel) for rel, _ in items]
+    assert "output is gone" in caplog.text
 
 
 def test_a_stop_gives_up_the_batch_and_commits_nothing(cfg, vault):

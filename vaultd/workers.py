@@ -120,7 +120,14 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
             pending = deque(pool.submit(_chunk, root, c, max_bytes, spool) for c in chunks[: workers * 4])
             queued = len(pending)
             while pending:
-                yield from _documents(*pending.popleft().result())
+                payload, results = pending.popleft().result()
+                try:
+                    data = _take(payload)
+                except OSError as e:  # its file went (someone emptied /dev/shm): parse those again
+                    logger.warning("a parsing worker's output is gone (%s); parsing its files again", e)
+                    yield from _inline(root, chunks[done], max_bytes)
+                else:
+                    yield from _documents(data, results)
                 done += 1
                 if queued < len(chunks):
                     pending.append(pool.submit(_chunk, root, chunks[queued], max_bytes, spool))
@@ -163,24 +170,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _documents(payload: Payload, results: list[tuple[str, tuple[int, int] | str | None]]) -> Iterator[Parsed]:
-    """A worker's chunk as parsed notes and their documents, decoded straight from its
-    file (mapped, not read: no copy of it is made) or from the bytes it sent."""
-    mm = None
-    if isinstance(payload, str):
-        with open(payload, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+def _take(payload: Payload) -> bytes | mmap.mmap:
+    """A worker's payload: its file mapped (not read: no copy is made) and unlinked, or the
+    bytes it sent."""
+    if not isinstance(payload, str):
+        return payload or b""
+    with open(payload, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    with contextlib.suppress(OSError):
         os.unlink(payload)
+    return mm
+
+
+def _documents(data: bytes | mmap.mmap, results: list[tuple[str, tuple[int, int] | str | None]]) -> Iterator[Parsed]:
+    """A worker's chunk as parsed notes and their documents, decoded in place from `data`."""
     try:
-        with memoryview(mm if mm is not None else payload or b"") as view:
-            for rel, data in results:
-                if isinstance(data, tuple):
-                    doc = _decoder.decode(view[data[0] : data[1]])
+        with memoryview(data) as view:
+            for rel, where in results:
+                if isinstance(where, tuple):
+                    doc = _decoder.decode(view[where[0] : where[1]])
                     yield rel, meta_note(doc), doc
                 else:
-                    if data:  # the worker could not read it: logged here, with the daemon's logging
-                        logger.warning("%s", data)
+                    if where:  # the worker could not read it: logged here, with the daemon's logging
+                        logger.warning("%s", where)
                     yield rel, None, None
     finally:
-        if mm is not None:
-            mm.close()
+        if isinstance(data, mmap.mmap):
+            data.close()
