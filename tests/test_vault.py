@@ -206,3 +206,25 @@ def test_a_stop_gives_up_the_batch_and_commits_nothing(cfg, vault):
         assert v.notes and paths(v, "deep work")
     finally:
         v.close()
+
+
+def test_walk_finds_the_notes_the_filter_accepts_and_no_other_file(tmp_path):
+    from vaultd.filters import NoteFilter
+
+    root = tmp_path / "v"
+    for rel in ["a.md", "b.org", "c.txt", "n/d.md", "n/m/e.MD", "n/.hidden/f.md", ".git/g.md", "node_modules/h.md",
+                "n/.#i.md", "n/i.md~", "n/#i.md#", "n/i.md.swp", "n/4913", "j k/l ü.md", "n/m/.obsidian/o.md"]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x\n")
+    (root / "link").symlink_to(root / "n")  # a folder symlink: not followed
+    (root / "p.md").symlink_to(root / "a.md")  # a file symlink: not a note of its own
+    f = NoteFilter()
+    every = {os.path.relpath(os.path.join(d, name), root).replace(os.sep, "/")
+             for d, _, names in os.walk(root) for name in names if not os.path.islink(os.path.join(d, name))}
+    want = {rel for rel in every if f(rel)}
+    assert want == {"a.md", "b.org", "n/d.md", "n/m/e.MD", "j k/l ü.md"}
+    assert dict(f.walk(root)).keys() == want
+    assert dict(f.walk(root, "n")).keys() == {"n/d.md", "n/m/e.MD"} == dict(f.walk(root, "n/")).keys()
+    assert not dict(f.walk(root, ".git")) and not dict(f.walk(root, "n/.hidden")) and not dict(f.walk(root, "gone"))
+    st = dict(f.walk(root))["n/d.md"]
+    assert st.st_size == 2

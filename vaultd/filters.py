@@ -27,19 +27,23 @@ class NoteFilter:
 
     def __call__(self, rel: str) -> bool:
         parts = rel.split("/")
-        name = parts[-1]
-        if not all(self.dir_ok(p) for p in parts[:-1]):
-            return False
+        return all(self.dir_ok(p) for p in parts[:-1]) and self.name_ok(parts[-1])
+
+    def name_ok(self, name: str) -> bool:
         if name.startswith(self.ignore_prefixes) or name.endswith(self.ignore_suffixes) or name in self.ignore_names:
             return False
         return name.lower().endswith(self.extensions)
 
     def walk(self, root: Path, below: str = "") -> Iterator[tuple[str, os.stat_result]]:
-        """Every note under `root/below`: (vault-relative path, lstat). Symlinks are not followed."""
-        start = root / below if below else root
-        stack = [start]
+        """Every note under `root/below`: (vault-relative path, lstat). Symlinks are not
+        followed. Paths are built as strings on the way down (as pathlib objects, a
+        10,000-note vault took 110 ms to walk)."""
+        below = below.strip("/")
+        if below and not all(self.dir_ok(p) for p in below.split("/")):
+            return
+        stack = [(os.path.join(root, below) if below else os.fspath(root), f"{below}/" if below else "")]
         while stack:
-            d = stack.pop()
+            d, prefix = stack.pop()
             try:
                 entries = list(os.scandir(d))
             except OSError:
@@ -48,10 +52,8 @@ class NoteFilter:
                 try:
                     if e.is_dir(follow_symlinks=False):
                         if self.dir_ok(e.name):
-                            stack.append(Path(e.path))
-                    elif e.is_file(follow_symlinks=False):
-                        rel = Path(e.path).relative_to(root).as_posix()
-                        if self(rel):
-                            yield rel, e.stat(follow_symlinks=False)
-                except (OSError, ValueError):
+                            stack.append((e.path, f"{prefix}{e.name}/"))
+                    elif e.is_file(follow_symlinks=False) and self.name_ok(e.name):
+                        yield prefix + e.name, e.stat(follow_symlinks=False)
+                except OSError:
                     continue
