@@ -99,6 +99,11 @@ def _has_attachment_ext(target: str) -> bool:
     return ext in ATTACHMENT_EXTS
 
 
+LABEL_CACHE = 100_000
+"""Link labels whose terms one graph update keeps at most (a seed-scale vault has 512,000
+labels, 20,700 of them distinct; the terms of each cost 6 us)."""
+
+
 class AnchorMatch:
     """Graph.anchor_match's answer, worked out only where asked: a note's share, or the
     best notes by share (then path, last first) without visiting every note named. It
@@ -239,6 +244,7 @@ class Graph:
             # ~20 MB of half-empty allocator arenas behind at seed scale).
             cache: dict[tuple, Dest] = {}
             dep_cache: dict[tuple, tuple[str, ...]] = {}
+            label_terms: dict[str, tuple[str, ...]] = {}  # a label's anchor terms: labels repeat
             back = self._back
             cache_folder = None
             for n, (folder, src) in enumerate(sorted((posixpath.dirname(p), p) for p in redo)):
@@ -275,19 +281,25 @@ class Graph:
                 self._n_links += len(dests)
                 self._n_broken += sum(1 for d in dests if d.broken)
                 if self._terms is not None:
-                    self._add_anchor_text(src, links, dests)
+                    if len(label_terms) > LABEL_CACHE:
+                        label_terms.clear()
+                    self._add_anchor_text(src, links, dests, label_terms)
                 self._src_deps[src] = tuple(deps)
             # Headings by every form a link names them in: kept for this batch only (a big
             # vault's would hold every heading of every note several times over).
             self._anchor_index.clear()
 
-    def _add_anchor_text(self, src: str, links: list[Link], dests: list[Dest]) -> None:
-        """What other notes call a note (the labels of links to it) is searchable for it."""
+    def _add_anchor_text(self, src: str, links: list[Link], dests: list[Dest],
+                         label_terms: dict[str, tuple[str, ...]]) -> None:
+        """What other notes call a note (the labels of links to it) is searchable for it.
+        `label_terms`: each label's terms, as far as worked out already."""
         pairs: list[str] = []
         for link, d in zip(links, dests):
             if link.label and d.target is not None and d.target != src and link.kind != "url":
-                for t in set(self._terms(link.label)):
-                    t = sys.intern(t)
+                ts = label_terms.get(link.label)
+                if ts is None:
+                    ts = label_terms[link.label] = tuple(map(sys.intern, set(self._terms(link.label))))
+                for t in ts:
                     c = self._anchor_text[t]
                     if d.target not in c:
                         self._anchor_order.pop(t, None)
