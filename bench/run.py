@@ -228,7 +228,7 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     t0 = time.perf_counter()
     t_restart = d.start()
     while d.c.ask("status").get("graph") != "ready":  # backlinks and links wait for it; search does not
-        time.sleep(0.01)
+        time.sleep(0.05)
     t_graph = time.perf_counter() - t0
     rss0, anon_after_index = rss_mb(d.proc.pid), rss_mb(d.proc.pid, "RssAnon")
 
