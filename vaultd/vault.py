@@ -159,14 +159,14 @@ class Vault:
                 files[rel] = None
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
         deletes: list[str] = []
-        to_parse: list[tuple[str, int]] = []
+        to_parse: list[tuple[str, int, int]] = []
         for rel, st in files.items():
             st = self._stat(rel, st)
             if st is None:
                 if rel in self.notes:
                     deletes.append(rel)
             elif st is not False:
-                to_parse.append((rel, st.st_mtime_ns))
+                to_parse.append((rel, st.st_mtime_ns, st.st_size))
         parsed = parse_many(str(self.root), to_parse, self.config.index.max_file_mb << 20,
                             workers_for(self.config.index.workers))
         with self.index.batch() as batch:

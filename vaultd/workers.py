@@ -32,6 +32,12 @@ POOL_MIN = 200
 CHUNK = 48
 """Files per task: enough to amortise a task's round trip (on 10,000 notes of 5 KB, 48
 a task take 7% less time than 16), few enough to stream."""
+CHUNK_BYTES = 8 << 20
+"""And at most this many bytes of files a task (or one file, when it is bigger): a few
+tasks' documents wait, in RAM, for the index to take them."""
+
+Item = tuple[str, int, int]
+"""A file to parse: (vault path, mtime_ns, size)."""
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(dict[str, list])
@@ -57,7 +63,7 @@ Payload = str | bytes | None
 not write one (a full or missing spool), or None when it made none."""
 
 
-def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
+def _chunk(root: str, items: list[Item], max_bytes: int,
            spool: str | None) -> tuple[Payload, list[tuple[str, tuple[int, int] | str | None]]]:
     """Parse `items` in a worker: their index documents, msgpack encoded one after the
     other into one payload, and for each item its document's (start, end) there, or why
@@ -68,7 +74,7 @@ def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
     and unpickled in the daemon, 0.6 CPU-s more than writing and mapping the files."""
     out: list[tuple[str, tuple[int, int] | str | None]] = []
     buf = bytearray()
-    for rel, mtime_ns in items:
+    for rel, mtime_ns, _ in items:
         data = read(root, rel)
         if isinstance(data, bytes):
             start = len(buf)
@@ -92,8 +98,8 @@ def _chunk(root: str, items: list[tuple[str, int]], max_bytes: int,
     return bytes(buf), out
 
 
-def _inline(root: str, items: list[tuple[str, int]], max_bytes: int) -> Iterator[Parsed]:
-    for rel, mtime_ns in items:
+def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
+    for rel, mtime_ns, _ in items:
         data = read(root, rel)
         if isinstance(data, str):
             logger.warning("%s", data)
@@ -105,13 +111,13 @@ def workers_for(setting: int) -> int:
     return setting if setting > 0 else (os.cpu_count() or 1)
 
 
-def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers: int) -> Iterator[Parsed]:
-    """Each (path, mtime_ns) of `items` read and parsed, in order. At most a few chunks per
-    worker are in flight, so parsed bodies never pile up ahead of the index."""
+def parse_many(root: str, items: list[Item], max_bytes: int, workers: int) -> Iterator[Parsed]:
+    """Each file of `items` read and parsed, in order. At most a few chunks per worker are
+    in flight, so parsed bodies never pile up ahead of the index."""
     if workers <= 1 or len(items) < POOL_MIN:
         yield from _inline(root, items, max_bytes)
         return
-    chunks = [items[i : i + CHUNK] for i in range(0, len(items), CHUNK)]
+    chunks = list(_chunks(items))
     done = 0
     spool = _spool()
     try:
@@ -139,6 +145,20 @@ def parse_many(root: str, items: list[tuple[str, int]], max_bytes: int, workers:
     finally:
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
+
+
+def _chunks(items: list[Item]) -> Iterator[list[Item]]:
+    """`items` in order, CHUNK files or CHUNK_BYTES bytes at a time."""
+    chunk: list[Item] = []
+    size = 0
+    for item in items:
+        if chunk and (len(chunk) == CHUNK or size + item[2] > CHUNK_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(item)
+        size += item[2]
+    if chunk:
+        yield chunk
 
 
 SPOOL_PREFIX = "vaultd-parse-"
