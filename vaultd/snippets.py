@@ -73,11 +73,9 @@ class Matcher:
                 for w in self.latin:  # longest first: it keeps its start
                     i, n = low.find(w), 0
                     while i >= 0 and n < MAX_PER_TERM:
-                        if i not in out:
-                            c = low[i - 1] if i else " "  # _in_word, inline: a line may hold a term many times
-                            if not (c.isalnum() or c == "_"):
-                                out[i] = (i, i + len(w), w)
-                                n += 1
+                        if (i == 0 or not _in_word(low, i)) and i not in out:
+                            out[i] = (i, i + len(w), w)
+                            n += 1
                         i = low.find(w, i + 1)
         found = list(out.values())
         for g in self.grams:
