@@ -188,6 +188,32 @@ def test_a_note_being_edited_is_never_split(tmp_path):
         v.close()
 
 
+def test_an_undone_split_stays_undone_until_split_by_hand(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        before = _tree(v.root)
+        [op] = v.auto_split()
+        v.split_undo(op)
+        assert _tree(v.root) == before
+        big = v.root / "notes/Big.md"
+        big.write_bytes(big.read_bytes() + b"Still growing.\n")  # edited, and still over the threshold
+        _age(v.root)
+        v.apply(["notes/Big.md"])
+        assert v.auto_split() == []
+        why = {c["path"]: c["why"] for c in v.split_candidates()["cannot"]}
+        assert op in why["notes/Big.md"] and "undone" in why["notes/Big.md"]
+    finally:
+        v.close()
+    v = Vault(v.config)  # remembered from the journal across a restart
+    try:
+        v.reconcile()
+        assert v.auto_split() == []
+        assert v.split_note("Big")["parts"]  # by hand it still splits
+        assert not any(c["path"] == "notes/Big.md" for c in v.split_candidates()["cannot"])
+    finally:
+        v.close()
+
+
 def test_undo_refuses_when_a_file_changed_unless_forced(tmp_path):
     v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
     try:

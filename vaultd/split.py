@@ -395,6 +395,13 @@ class Journal:
         return out
 
 
+def kept_whole(journal: Journal) -> dict[str, str]:
+    """Notes whose last split was undone, with that split's op: the user wants them whole,
+    so auto mode never splits them again (a split by hand still does)."""
+    last = {e["note"]: e for e in journal.all() if e.get("note")}  # op names sort by time
+    return {note: e["op"] for note, e in last.items() if e.get("status") == "undone"}
+
+
 def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
     """Write the plan through the journal. Returns the done entry."""
     op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(plan.note.encode()).hexdigest()[:6]

@@ -93,6 +93,8 @@ class Vault:
         self._split_announced = False
         self._split_skip: dict[str, tuple[int, str]] = {}
         """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
+        self._kept_whole = split.kept_whole(self.journal)
+        """Notes whose last split was undone, with its op: auto-split leaves them whole."""
         self.generation = self.state.state.generation + 1
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
@@ -551,6 +553,8 @@ class Vault:
                 growing.append({"path": path, "size": n.size})
             elif split.excluded(path, cfg):
                 cannot.append({"path": path, "size": n.size, "why": "excluded by split.exclude"})
+            elif path in self._kept_whole:
+                cannot.append({"path": path, "size": n.size, "why": self._kept_why(path)})
             else:
                 try:
                     plan = self._split_plan(path, names_taken)
@@ -591,6 +595,7 @@ class Vault:
                 entry = split.apply(plan, self.root, self.journal)
         except (split.SplitError, OSError) as e:
             raise QueryError(str(e)) from None
+        self._kept_whole.pop(path, None)  # split by hand: the undo no longer speaks for it
         self.apply(result["files"])
         logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq split --undo %s)",
                     entry["op"], path, len(plan.parts), plan.rewritten, entry["op"])
@@ -606,8 +611,16 @@ class Vault:
                 touched = split.undo(self.root, self.journal, op, force)
         except split.SplitError as e:
             raise QueryError(str(e)) from None
+        note = self.journal.load(op)["note"]
+        self._kept_whole[note] = op
+        if self.config.split.mode == "auto":
+            logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
+                        op, note)
         self.apply(touched)
         return {"op": op, "restored": touched}
+
+    def _kept_why(self, path: str) -> str:
+        return f"its split {self._kept_whole[path]} was undone: auto-split leaves it whole (`vaultq split` splits it by hand)"
 
     def auto_split(self) -> list[str]:
         """In `auto` mode: split every quiet, unlocked note over the threshold. Returns the ops."""
@@ -616,7 +629,7 @@ class Vault:
             return []
         ops = []
         todo = [(p, n) for p, n in self.notes.items() if n.size > cfg.threshold and not split.excluded(p, cfg)
-                and self._split_skip.get(p, (None,))[0] != n.mtime_ns]
+                and p not in self._kept_whole and self._split_skip.get(p, (None,))[0] != n.mtime_ns]
         if todo and not self._split_announced:
             self._split_announced = True
             logger.warning("auto-split is on ([split] mode = \"auto\"): %d notes are over %d bytes and will be split "
