@@ -159,6 +159,21 @@ def test_search_filter_flags(daemon, sock):
     assert r.returncode == 1
 
 
+def test_minus_words_exclude_and_filters_need_no_words(daemon, sock):
+    both = vaultq("--socket", sock, "search", "--format", "paths", "deep", cwd=daemon.vault).stdout.splitlines()
+    assert "notes/Deep work.md" in both and len(both) > 1
+    for argv in (["deep", "-boredom"], ["-boredom", "deep"], ["deep", "--format", "paths", "-boredom"]):
+        r = vaultq("--socket", sock, "search", "--format", "paths", *argv, cwd=daemon.vault)
+        assert r.returncode == 0 and r.stdout.splitlines() == [p for p in both if p != "notes/Deep work.md"], argv
+    r = vaultq("--socket", sock, "search", "--format", "paths", "--tag", "productivity", cwd=daemon.vault)
+    assert r.returncode == 0 and "notes/Deep work.md" in r.stdout.splitlines()
+    for bad, why in ((["--after", "garbage", "deep"], "'garbage' is not a date"), (["--before", "2025-13", "x"], "not a date"),
+                     (["--bogus", "x"], "unrecognized arguments: --bogus"), ([], "needs words or a filter")):
+        r = vaultq("--socket", sock, "search", *bad)
+        assert r.returncode == 2 and why in r.stderr, (bad, r.stderr)
+    assert vaultq("--socket", sock, "status", "-x").returncode == 2
+
+
 def test_read_pin_hot_recent(daemon, sock):
     r = vaultq("--socket", sock, "read", "Deep work", "--heading", "Rules")
     assert r.returncode == 0 and r.stdout.startswith("## Rules\n\nEmbrace boredom. #habit")
@@ -213,13 +228,14 @@ def test_only_the_asked_command_is_built_and_every_command_is_known():
     ["search", "x", "--json", "y"], ["search", "-x"], ["search", "x", "--tag", "t"], ["search"], ["status"],
     ["search", "x", "-n", "-1"], ["search", "x", "--format", "bad"], ["--socket"], ["search", "x", "-h"],
     ["search", "x", "--", "-y"], ["search", "x", "--all"], ["--socket", "--vault", "search", "x"],
+    ["search", "-x", "y"], ["search", "x", "-"], ["search", "x", "-h"],
 ])
 def test_quick_search_reads_argv_as_argparse_does(argv):
-    from vaultd.vaultq import _parser, _quick
+    from vaultd.vaultq import _parse, _quick
 
     quick = _quick(argv)
     if quick is not None:
-        assert quick == vars(_parser().parse_args(argv))
+        assert quick == vars(_parse(argv))
     assert _quick(["search", "deep", "work"]) is not None
 
 

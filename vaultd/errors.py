@@ -72,14 +72,14 @@ class ProtocolError(VaultdError):
 class DaemonUnavailable(VaultdError):
     """No daemon answers on the socket."""
 
-    def __init__(self, path: str, reason: str):
+    def __init__(self, path: str, reason: str, message: str | None = None):
         self.path = path
         self.reason = reason
-        super().__init__(
+        super().__init__(message or (
             f"vaultd is not running on {path} ({reason}).\n"
             "Start it with `vaultd run --vault PATH` (or `make run`), "
             "or `systemctl --user start vaultd`."
-        )
+        ))
 
 
 def explain_validation(msg: str) -> str:

@@ -58,19 +58,19 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     s.add_argument("--json", action="store_true", help="print JSON")
 
     s = add("search", help="full-text search")
-    s.add_argument("query", nargs="+", help="words to look for")
+    s.add_argument("query", nargs="*", help="words to look for (-word: without it)")
     s.add_argument("-n", "--limit", type=int, default=10, help="at most this many notes (default 10)")
     s.add_argument("--json", action="store_true", help="print the JSON result")
     s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
     s.add_argument("--tag", action="append", default=[], help="only notes with this tag (repeatable)")
     s.add_argument("--path", action="append", default=[], help="only notes under this folder (repeatable)")
-    s.add_argument("--after", help="only notes dated on or after YYYY[-MM[-DD]]")
-    s.add_argument("--before", help="only notes dated before YYYY[-MM[-DD]]")
+    s.add_argument("--after", type=_date, help="only notes dated on or after YYYY[-MM[-DD]]")
+    s.add_argument("--before", type=_date, help="only notes dated before YYYY[-MM[-DD]]")
     s.add_argument("--all", action="store_true", help="search the COLD archive too")
     s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
 
     s = add("context", help="HOT notes and the best sections for QUERY, within a budget, with line ranges")
-    s.add_argument("query", nargs="+")
+    s.add_argument("query", nargs="*")
     s.add_argument("--budget", type=int, default=2000, help="at most this much (default 2000)")
     s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
     s.add_argument("--all", action="store_true", help="the COLD archive too")
@@ -130,6 +130,44 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     return p
 
 
+def _date(v: str) -> str:
+    """An --after/--before value: YYYY, YYYY-MM or YYYY-MM-DD, a real date."""
+    import argparse
+    import datetime
+
+    parts = v.split("-")
+    try:  # as the daemon reads after:/before: (YYYY-M too, but a day takes two digits each)
+        if not (v.isascii() and [len(x) for x in parts] in ([4], [4, 1], [4, 2], [4, 2, 2])):
+            raise ValueError
+        datetime.date(*(int(x) for x in parts), *([1] * (3 - len(parts))))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a date: YYYY, YYYY-MM or YYYY-MM-DD") from None
+    return v
+
+
+def _parse(argv: list[str]):
+    """argv read by argparse. A search's or context's words may start with '-' (`-archive`:
+    without that word), which argparse would take for unknown options: every token it
+    does not know goes to the words, but for a misspelt `--option`."""
+    from collections import Counter
+
+    p = _parser(_command(argv))
+    args, extra = p.parse_known_args(argv)
+    if args.command not in ("search", "context"):
+        if extra:
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        return args
+    bad = [a for a in extra if a.startswith("--")]
+    if bad:
+        p.error(f"unrecognized arguments: {' '.join(bad)}")
+    want = Counter(args.query + extra)  # in the order typed
+    args.query = [a for a in argv if want[a] > 0 and not want.subtract([a])]
+    if not args.query and not (args.command == "search" and (args.tag or args.path or args.after or args.before)):
+        p.error(f"{args.command} needs words" + (" or a filter (--tag, --path, --after, --before)"
+                                                  if args.command == "search" else ""))
+    return args
+
+
 def _lines(spec: str | None) -> list[int] | None:
     if spec is None:
         return None
@@ -154,10 +192,9 @@ def _socket(args) -> str:
     if found:
         return str(found)
     if seen:
-        raise DaemonUnavailable(
-            "(several sockets)",
-            "more than one vaultd runs: pick one with --socket or --vault:\n  " + "\n  ".join(map(str, seen)),
-        )
+        raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
+                                f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "
+                                + "\n  ".join(map(str, seen)))
     raise DaemonUnavailable(str(default_socket(Path.cwd())), "no vaultd is running")
 
 
@@ -429,7 +466,7 @@ def _quick(argv: list[str]) -> dict | None:
                 args["limit"] = int(val)
             else:
                 return None
-        elif a.startswith("-") or option:
+        elif a.startswith("-") and (a[1:2] in ("", "-") or a == "-h") or option:
             return None  # another option, or words after options: argparse's to read
         else:
             args["query"].append(a)
@@ -444,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
 
         args = SimpleNamespace(**quick)
     else:
-        args = _parser(_command(argv)).parse_args(argv)
+        args = _parse(argv)
     try:
         with Client(_socket(args)) as c:
             return _run(c, args)
