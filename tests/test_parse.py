@@ -1,3 +1,6 @@
+import time
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -128,3 +131,53 @@ def test_vaultd_parse_cli(tmp_path):
     assert note["links"][0][3] == "denote" and "body" not in note
     r = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], capture_output=True, text=True)
     assert "title:    Memory tiers" in r.stdout and "      2  # HOT  (#hot)" in r.stdout
+
+
+def test_org_heading_and_property_readers_give_what_orgparses_give():
+    # ours read a line in one pass; orgparse's regexes, the same, in the square or cube of it
+    import itertools
+
+    from orgparse.inline import to_plain_text
+    from orgparse.node import parse_heading_level, parse_heading_tags, parse_property
+
+    from vaultd.parse.org import _level, _plain, _property, _untagged
+
+    cases = [("* a\t", parse_heading_level, _level), (": a@_\t가", lambda s: parse_heading_tags(s)[0], _untagged),
+             ("[]a\n", to_plain_text, _plain), (": a\t", parse_property, _property)]
+    for alphabet, theirs, ours in cases:
+        for n in range(7):
+            for chars in itertools.product(alphabet, repeat=n):
+                s = "".join(chars)
+                assert theirs(s) == ours(s), (theirs.__name__, s)
+
+
+HOSTILE = {  # lines that took seconds to minutes each (the time grew with their square or cube)
+    "heading of [[": "# " + "[[" * 20000, "org heading of [[": "* " + "[[" * 20000, "[[a][ unclosed": "[[a][" * 8000,
+    "heading of [a](": "# " + "[a](" * 10000, "heading with a blank run": "# a" + " " * 40000 + "x",
+    "org heading of [": "* " + "[" * 40000, "org heading of :a": "* x " + ":a" * 20000 + " x",
+    "property of colons": ":PROPERTIES:\n:" + ":" * 40000 + "x\n:END:", "timestamps": "* h\n" + "<2025-01-01 " * 3000,
+    "org heading of colons": "* " + ":" * 40000 + "x", "cookie after blanks": "* a" + " " * 40000 + "[1/2]",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_lines_parse_in_about_their_length(name):
+    # each is 40 KB and parses in milliseconds; the bound is a hundred times that, and the
+    # old regexes took from 2 s to hours
+    for ext in (".md", ".org"):
+        t = time.perf_counter()
+        n = parse_file("x" + ext, (HOSTILE[name] + "\n").encode())
+        assert time.perf_counter() - t < 1.0, (name, ext)
+        assert n.size > 20000
+
+
+def test_yaml_aliases_nested_nine_deep_stay_small():
+    fm, prev = "---\na: &a [x, x, x, x, x, x, x, x, x]\n", "a"
+    for name in "bcdefgh":  # 9^8 items, 43 million, in 330 bytes
+        fm += f"{name}: &{name} [{', '.join(['*' + prev] * 9)}]\n"
+        prev = name
+    fm += "tags: [*h, ok, 3]\naliases: [*h, Other]\ntitle: *h\nid: !!binary aGVsbG8=\n---\nbody\n"
+    t = time.perf_counter()
+    n = parse_file("bomb.md", fm.encode())
+    assert time.perf_counter() - t < 1.0
+    assert (n.tags, n.aliases, n.title, n.id) == (["ok", "3"], ["Other"], "bomb", None)

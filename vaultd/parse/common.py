@@ -43,6 +43,13 @@ def github_slug(text: str) -> str:
     return _SLUG_DROP.sub("", text).replace(" ", "-")
 
 
+def is_scalar(value) -> bool:
+    """A front matter value that reads as one piece of text: not a list or mapping (never
+    made text: YAML aliases can nest one nine deep in 300 bytes, a billion items as text),
+    not bytes (`!!binary`)."""
+    return value is not None and not isinstance(value, (list, tuple, set, dict, bytes, bytearray))
+
+
 def split_tags(value) -> list[str]:
     """Front matter tags as a list or a string ("a, b", "#a #b"), cleaned."""
     if value is None:
@@ -52,9 +59,9 @@ def split_tags(value) -> list[str]:
     elif isinstance(value, (list, tuple, set)):
         items = []
         for v in value:
-            items.extend(split_tags(v) if isinstance(v, str) else [str(v)])
+            items.extend(split_tags(v) if isinstance(v, str) else [str(v)] if is_scalar(v) else [])
     else:
-        items = [str(value)]
+        items = [str(value)] if is_scalar(value) else []
     return [t.lstrip("#").strip() for t in items if t and t.lstrip("#").strip()]
 
 

@@ -9,10 +9,12 @@ import re
 import frontmatter
 
 from ..note import Heading
-from .common import dedupe, fence_step, github_slug, may_fence, split_tags
+from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, split_tags
 
-_ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_HEADING_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\n]*\)|\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")
+# Every pattern here stops at the next bracket or space run it cannot use, so no line costs
+# the square of its length (a 24 KB heading of "[[" froze the daemon for 7 s).
+_ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*)$")  # the closing #s are cut in _atx_text
+_HEADING_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)|\[\[(?:[^\[\]|\n]*\|)?([^\[\]\n]*)\]\]")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # `#` first, then "not after a non-space": a literal start keeps the search fast
 _TAG = re.compile(r"#(?<!\S#)([\w/-]*[^\W\d_][\w/-]*)")
@@ -68,7 +70,7 @@ def parse(text: str) -> MarkdownFacts:
             continue
         h = _ATX.match(line)
         if h:
-            text_ = h.group(2)
+            text_ = _atx_text(h.group(2) or "")
             if "[" in text_:  # both link forms need one
                 text_ = _HEADING_LINK.sub(lambda m: m.group(1) or m.group(2) or "", text_)
             text_ = text_.strip()
@@ -83,15 +85,22 @@ def parse(text: str) -> MarkdownFacts:
     return out
 
 
+def _atx_text(rest: str) -> str:
+    """An ATX heading's text: without trailing blanks, nor a closing run of #s after a blank."""
+    text = rest.rstrip(" \t")
+    bare = text.rstrip("#")
+    if bare != text and bare and bare[-1] in " \t":
+        text = bare.rstrip(" \t")
+    return text
+
+
 def meta_str(value) -> str | None:
     """A front matter scalar as text (dates in ISO form)."""
     if value is None:
         return None
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
-    if isinstance(value, (list, dict)):
-        return None
-    return str(value).strip() or None
+    return str(value).strip() or None if is_scalar(value) else None
 
 
 def meta_tags(meta: dict) -> list[str]:
@@ -103,5 +112,5 @@ def meta_aliases(meta: dict) -> list[str]:
     if isinstance(val, str):
         return [a.strip() for a in val.split(",") if a.strip()]
     if isinstance(val, (list, tuple)):
-        return [str(a).strip() for a in val if a is not None and str(a).strip()]
+        return [str(a).strip() for a in val if is_scalar(a) and str(a).strip()]
     return []

@@ -4,19 +4,7 @@ from __future__ import annotations
 
 import re
 
-import orgparse
-from orgparse.date import OrgDate
-from orgparse.inline import to_plain_text
-from orgparse.node import (
-    lines_to_chunks,
-    parse_comment,
-    parse_heading_level,
-    parse_heading_priority,
-    parse_heading_tags,
-    parse_heading_todos,
-    parse_property,
-    parse_seq_todo,
-)
+from orgparse.node import lines_to_chunks, parse_comment, parse_heading_priority, parse_seq_todo
 
 from ..note import Heading
 from .common import github_slug
@@ -25,15 +13,12 @@ from .common import github_slug
 # a pattern that starts with a literal is found much faster than one anchored at ^.
 _KEYWORD = re.compile(r"#\+(\w+):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
 _HEADING = re.compile(r"^(\*+)[ \t]+(.*)$", re.MULTILINE)
-_STATS = re.compile(r"\s*\[\d*(?:%|/\d*)\]")
+_STATS = re.compile(r"(?<!\s)\s*\[\d*(?:%|/\d*)\]")  # tried at a blank run's start only: no square
 _NODE_HEADER = re.compile(r"^\*+ ")  # orgparse's own heading test
-# Lines orgparse reads something we keep from (#+ keywords such as #+TODO, property
-# drawers) or may fail on: any timestamp or CLOCK line, since an impossible date raises
-# and we report that. Every orgparse date pattern holds a YYYY-MM-DD or CLOCK:. Each
-# alternative starts with a literal, which keeps the search fast.
-_ORGPARSE_LINE = re.compile(r"#\+|:(?:PROPERTIES|END):|CLOCK:|-\d\d-\d\d")
+# Lines we read something from besides headings: #+ keywords (#+TODO) and property
+# drawers. Each alternative starts with a literal, which keeps the search fast.
+_ORGPARSE_LINE = re.compile(r"#\+|:(?:PROPERTIES|END):")
 _DRAWER_LINE = re.compile(r"\s*:")  # property lines (orgparse: `^\s*:(.*?):`)
-_DATE_HINT = re.compile(r"CLOCK:|-\d\d-\d\d")  # no orgparse date or clock without one
 
 
 _BLOCK_BEGIN = re.compile(r"#\+begin_", re.IGNORECASE)
@@ -57,13 +42,7 @@ def parse(text: str) -> OrgFacts:
     out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
     try:
         lines, numbers = _orgparse_lines(text)
-        try:
-            nodes = _read_plain(lines)
-        except Exception:  # orgparse itself says what is wrong, as it would have
-            nodes = None
-        if nodes is None:
-            root = orgparse.loadi(lines, filename="<string>")
-            nodes = [(node.level, node.heading, node.linenumber, node.properties) for node in root]
+        nodes = _read_plain(lines)
         root_props = nodes[0][3]
         if root_props.get("ID"):
             out.uuids.append(str(root_props["ID"]))
@@ -118,21 +97,17 @@ Node = tuple[int, str, int, dict]
 """What we read of an orgparse node: level, plain heading, first line (1-based), properties."""
 
 
-def _read_plain(lines: list[str]) -> list[Node] | None:
-    """The nodes `orgparse.loadi(lines)` would give, root first, read with orgparse's own
-    line parsers but without building its date objects, which cost more than the rest.
-
-    Only for files whose headings and sections hold no timestamp or clock (the root may:
-    its timestamps are parsed, so an impossible date still raises); None otherwise. As in
-    orgparse, #+TODO keywords anywhere apply to every heading.
+def _read_plain(lines: list[str]) -> list[Node]:
+    """The nodes `orgparse.loadi(lines)` gives, root first, with orgparse's line splitting
+    and #+TODO reading but our own heading and property readers. Theirs are regexes that
+    take the square or the cube of a line's length on some lines (a 256-character line of
+    colons: 0.1 s; 4 KB of them: 6 minutes); ours give the same on every line and take its
+    length. Neither builds orgparse's date objects, which cost more than the rest and only
+    ever raised on an impossible date somewhere in the file, which lost its headings' IDs.
+    As in orgparse, #+TODO keywords anywhere apply to every heading.
     """
     chunks = list(lines_to_chunks(lines))
     rest = "\n".join(lines[len(chunks[0]) :])  # the headings and their sections
-    if _DATE_HINT.search(rest):
-        return None
-    for line in chunks[0]:
-        if _DATE_HINT.search(line):
-            OrgDate.list_from_str(line)
     todos, dones, default = ["TODO"], ["DONE"], True
     for chunk in chunks if "#+" in rest else chunks[:1]:
         comments: dict[str, list[str]] = {}
@@ -146,20 +121,88 @@ def _read_plain(lines: list[str]) -> list[Node] | None:
                 more_todos, more_dones = parse_seq_todo(value)
                 todos += more_todos
                 dones += more_dones
-    keywords = todos + dones
+    keywords = set(todos + dones)
     nodes: list[Node] = [(0, "", 1, _properties(chunks[0]))]
     linenumber = 1 + len(chunks[0])
     for chunk in chunks[1:]:
         heading, level = chunk[0], None
-        stars = parse_heading_level(heading)
+        stars = _level(heading)
         if stars is not None:
             heading, level = stars
-        heading = parse_heading_tags(heading)[0]
-        heading = parse_heading_todos(heading, keywords)[0]
-        heading = parse_heading_priority(heading)[0]
-        nodes.append((level, to_plain_text(heading), linenumber, _properties(chunk[1:])))
+        heading = _untodo(_untagged(heading), keywords)
+        heading = parse_heading_priority(heading)[0]  # anchored: one pass
+        nodes.append((level, _plain(heading), linenumber, _properties(chunk[1:])))
         linenumber += len(chunk)
     return nodes
+
+
+# orgparse's heading and property readers (parse_heading_level, parse_heading_tags,
+# parse_heading_todos, to_plain_text, parse_property), each giving what it gives, in one
+# pass (tests/test_parse.py checks every string of a few characters against them).
+
+
+def _level(line: str) -> tuple[str, int] | None:
+    """(text, stars) of a heading line (`^(\\*+)\\s+(.*?)\\s*$`), or None."""
+    stars = len(line) - len(line.lstrip("*"))
+    if not stars or stars == len(line) or not line[stars].isspace():
+        return None
+    return line[stars:].strip(), stars
+
+
+def _untagged(heading: str) -> str:
+    """`heading` without its trailing :tag1:tag2: (`(.*?)\\s*:([\\w@:]+):\\s*$`)."""
+    t = heading.rstrip()
+    if not t.endswith(":"):
+        return heading
+    i = len(t) - 1
+    while i > 0 and (t[i - 1].isalnum() or t[i - 1] in "_@:"):
+        i -= 1
+    p = t.find(":", i, len(t) - 2)  # the run's first colon with a tag after it
+    return heading if p < 0 else heading[:p].rstrip()
+
+
+def _untodo(heading: str, keywords: set[str]) -> str:
+    """`heading` without a leading TODO keyword."""
+    if heading in keywords:
+        return ""
+    first, space, rest = heading.partition(" ")
+    return rest if space and first in keywords else heading
+
+
+def _plain(text: str) -> str:
+    """[[link]] and [[link][description]] as their text."""
+    if "[[" not in text:
+        return text
+    out: list[str] = []
+    last, i, close = 0, text.find("[["), -1
+    while i >= 0:
+        if close < i + 2:  # the first "]" after the "[[", the same for a run of "[[[["
+            close = text.find("]", i + 2)
+            if close < 0:
+                break
+        end = desc = None
+        if close > i + 2:
+            if text.startswith("]", close + 1):
+                end, desc = close + 2, text[i + 2 : close]
+            elif text.startswith("[", close + 1):
+                k = text.find("]", close + 2)
+                if k > close + 2 and text.startswith("]", k + 1):
+                    end, desc = k + 2, text[close + 2 : k]
+        if end is None:
+            i = text.find("[[", i + 1)
+            continue
+        out += (text[last:i], desc)
+        last = end
+        i = text.find("[[", end)
+    return "".join(out) + text[last:] if out else text
+
+
+def _property(line: str) -> tuple[str | None, str | None]:
+    """(key, value) of a `:KEY: value` line (`^\\s*:(.*?):\\s*(.*?)\\s*$`), or (None, None).
+    Values stay text (orgparse reads Effort as minutes; nothing here uses it)."""
+    s = line.lstrip()
+    q = s.find(":", 1) if s.startswith(":") else -1
+    return (s[1:q], s[q + 1 :].strip()) if q > 0 else (None, None)
 
 
 def _properties(lines: list[str]) -> dict:
@@ -170,7 +213,7 @@ def _properties(lines: list[str]) -> dict:
         if in_drawer:
             if line.find(":END:") >= 0:
                 break
-            key, value = parse_property(line)
+            key, value = _property(line)
             if key is not None and value is not None:
                 props[key] = value
         elif line.find(":PROPERTIES:") >= 0:
