@@ -240,3 +240,32 @@ def test_walk_finds_the_notes_the_filter_accepts_and_no_other_file(tmp_path):
     assert not dict(f.walk(root, ".git")) and not dict(f.walk(root, "n/.hidden")) and not dict(f.walk(root, "gone"))
     st = dict(f.walk(root))["n/d.md"]
     assert st.st_size == 2
+
+
+def test_a_folder_swapped_for_a_symlink_out_of_the_vault_is_never_read(v, tmp_path, caplog):
+    sub = v.root / "notes" / "sub"
+    sub.mkdir()
+    (sub / "secret.md").write_text("# Inside\n\nzanzibarite inside\n")
+    v.apply(["notes/sub/secret.md"])
+    assert paths(v, "zanzibarite") == ["notes/sub/secret.md"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Outside\n\nzanzibarite quokkalicious outside\n")
+    sub.rename(v.root / "notes" / "sub.old")
+    sub.symlink_to(outside, target_is_directory=True)
+    v.apply(["notes/sub/", "notes/sub/secret.md"])  # what the watcher reports for the swap
+    assert paths(v, "quokkalicious") == [] and "notes/sub/secret.md" not in v.notes
+    assert "symlink out of the vault" in caplog.text
+    with pytest.raises(Exception, match="no note matches|cannot read"):
+        v.read("notes/sub/secret.md")
+
+
+def test_a_fifo_where_a_note_was_never_blocks(v):
+    note = v.root / "notes" / "piped.md"
+    note.write_text("# Piped\n\nfifoword\n")
+    v.apply(["notes/piped.md"])
+    assert paths(v, "fifoword") == ["notes/piped.md"]
+    note.unlink()
+    os.mkfifo(note)
+    v.apply(["notes/piped.md"])  # would block forever on an open() that waits for a writer
+    assert paths(v, "fifoword") == [] and "notes/piped.md" not in v.notes

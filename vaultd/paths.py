@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -49,3 +52,35 @@ def find_socket(cwd: Path) -> tuple[Path | None, list[Path]]:
     except OSError:
         seen = []
     return (seen[0] if len(seen) == 1 else None), seen
+
+
+@lru_cache(maxsize=8)
+def _real(root: str) -> str:
+    return os.path.join(os.path.realpath(root), "")
+
+
+def open_note(root: str, rel: str) -> int:
+    """A read-only descriptor for the regular file `rel` of the vault at `root`. OSError
+    when it is gone, a symlink, not a regular file (opened without blocking: a FIFO put
+    where a note was cannot hang the daemon), or outside the vault: a folder on its way
+    swapped for a symlink after the vault was walked (the opened file's real path says)."""
+    fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc
+            real = os.path.realpath(os.path.join(root, rel))
+        if not real.startswith(_real(root)):
+            raise OSError(errno.EXDEV, "a folder on its way is a symlink out of the vault")
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_note(root: str, rel: str) -> bytes:
+    """The bytes of the vault's file `rel`, opened as open_note opens it."""
+    with open(open_note(root, rel), "rb") as f:
+        return f.read()

@@ -28,6 +28,7 @@ from .note import Note, compact, headings_of
 from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
+from .paths import open_note, read_note
 from .snippets import READ_FIRST, Matcher, best_lines
 from .state import StateStore
 from .tiers import hot, is_cold
@@ -355,7 +356,7 @@ class Vault:
         if not matcher:
             return []
         try:  # a bare descriptor: a file object costs as much again as the read
-            fd = os.open(os.path.join(self._root, note.path), os.O_RDONLY)
+            fd = open_note(self._root, note.path)
         except OSError:
             return []
         try:  # read(n) allocates n bytes up front: ask for the file's size, capped; a big file's head first
@@ -442,7 +443,7 @@ class Vault:
         path = self.find_note(name)
         note = self.notes[path]
         try:
-            text = decode((self.root / path).read_bytes())[0]
+            text = decode(read_note(self._root, path))[0]
         except OSError as e:
             raise QueryError(f"cannot read {path}: {e.strerror}") from None
         all_lines = text.split("\n")
@@ -486,7 +487,7 @@ class Vault:
 
         def lines_of(note: Note) -> tuple[list[str], int]:
             try:
-                text = decode((self.root / note.path).read_bytes())[0]
+                text = decode(read_note(self._root, note.path))[0]
             except OSError:
                 return [], 1
             lines = text.split("\n")
@@ -567,7 +568,7 @@ class Vault:
 
     def _split_plan(self, path: str, names_taken: tuple[set[str], set[str]] | None = None) -> split.Plan:
         note = self.notes[path]
-        data = (self.root / path).read_bytes()
+        data = read_note(self._root, path)
         if len(data) != note.size:
             raise split.SplitError(f"{path} changed since it was indexed; try again in a moment")
         return split.plan_split(note, data, self._ready_graph(), self.root, self.config.split,
@@ -733,7 +734,7 @@ def _add_context(root: Path, items: list[dict]) -> None:
         by_path.setdefault(it["path"], []).append(it)
     for path, its in by_path.items():
         try:
-            data = (root / path).read_bytes()
+            data = read_note(str(root), path)
         except OSError:
             data = b""
         upto = max(it["line"] for it in its)

@@ -8,6 +8,7 @@ inline: a pool costs more to start than a few files take.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import mmap
 import os
@@ -23,6 +24,7 @@ import msgspec
 
 from .index import fields, meta_note
 from .note import Note
+from .paths import read_note
 from .parse import parse_file, parse_lines
 
 logger = logging.getLogger("vaultd.workers")
@@ -48,13 +50,13 @@ it could not be read (gone, or an OS error, logged)."""
 
 
 def read(root: str, rel: str) -> bytes | str | None:
-    """The file's bytes; None when it is gone; why, when it cannot be read."""
+    """The file's bytes; None when it is gone or no longer a regular file; why, when it
+    cannot be read (outside the vault, see open_note, is one reason)."""
     try:
-        with open(os.path.join(root, rel), "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
+        return read_note(root, rel)
     except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ELOOP, errno.EINVAL, errno.ENOTDIR):
+            return None
         return f"cannot read {rel}: {e.strerror}"
 
 
