@@ -188,6 +188,18 @@ def test_read_pin_hot_recent(daemon, sock):
     assert vaultq("--socket", sock, "pins").returncode == 1
 
 
+def test_a_big_reply_is_read_in_about_its_length(daemon, sock):
+    # 39 MB of note: the old reader searched and copied its whole buffer at every 64 KB
+    # received (8 s for this); read in place it takes a fraction of a second
+    g = daemon.status()["generation"]
+    (daemon.vault / "notes" / "huge.md").write_bytes(b"huge note line of forty bytes, or so..\n" * 1_000_000)
+    daemon.wait_generation(g, timeout=20)
+    t = time.perf_counter()
+    r = vaultq("--socket", sock, "read", "notes/huge.md", "--json")
+    assert r.returncode == 0 and len(json.loads(r.stdout)["text"]) == 39_000_000 - 1
+    assert time.perf_counter() - t < 4
+
+
 def test_split_commands(make_daemon, tmp_path):
     cfg = tmp_path / "propose.toml"
     cfg.write_text("[split]\nmode = 'propose'\nquiet = 0.0\n")

@@ -35,7 +35,7 @@ class Client:
         except OSError as e:
             self._sock.close()
             raise DaemonUnavailable(path, e.strerror or str(e)) from None
-        self._buf = b""
+        self._buf = bytearray()
 
     def __enter__(self) -> "Client":
         return self
@@ -62,10 +62,17 @@ class Client:
         return msg["result"]
 
     def _readline(self) -> bytes:
-        while b"\n" not in self._buf:
-            chunk = self._sock.recv(1 << 16)
+        """One reply line. Each chunk is searched once and appended in place: a 50 MB reply
+        took 13 s when the whole buffer was searched and copied at every 64 KB."""
+        end = self._buf.find(b"\n")
+        while end < 0:
+            chunk = self._sock.recv(1 << 20)
             if not chunk:
                 raise ConnectionResetError("the daemon closed the connection")
+            at = chunk.find(b"\n")
+            if at >= 0:
+                end = len(self._buf) + at
             self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
+        line = bytes(self._buf[:end])
+        del self._buf[: end + 1]
         return line
