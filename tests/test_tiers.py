@@ -203,6 +203,28 @@ def test_context_never_exceeds_its_budget_and_every_item_is_exact(cv, budget, q,
     _check_items(cv, res, budget, unit)
 
 
+def test_a_window_of_megabytes_is_found_in_a_few_tries(tmp_path):
+    # a window grown a line at a time renders each step whole: a budget of megabytes over
+    # a big note took from seconds to hours; by bisection it takes a few dozen renders
+    import time
+
+    from vaultd.context import fit
+
+    lines = [f"line {i} of a long note about the walrus" for i in range(40000)]
+    renders = []
+
+    def make(a, b):
+        renders.append((a, b))
+        return {"kind": "hit", "path": "big.md", "title": "Big", "tags": [], "first": a, "last": b,
+                "text": "\n".join(lines[a - 1 : b]), "why": "walrus"}
+
+    t = time.perf_counter()
+    item = fit(lines, 1, 40000, 30000, make, 1_000_000, "bytes")
+    assert len(renders) < 80 and time.perf_counter() - t < 2
+    assert cost(context_item(item), "bytes") <= 1_000_000 < cost(context_item(make(item["first"] - 1, item["last"])), "bytes")
+    assert item["first"] < 30000 < item["last"] == 40000  # grown in step, then upward only once the end was reached
+
+
 def test_context_is_deterministic(cv):
     a = cv.context("gardens", 500)
     b = cv.context("gardens", 500)

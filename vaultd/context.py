@@ -111,26 +111,34 @@ def section(lines: list[str], headings: list, line: int, body_start: int) -> tup
 
 def fit(lines: list[str], first: int, last: int, focus: int, make, budget: int, unit: str) -> dict | None:
     """The item for lines first..last if it fits in `budget`; else the widest window of
-    whole lines around `focus` that does; None if not even that line fits."""
+    whole lines around `focus` that does, grown a line below then a line above in turn
+    while each fits (a side that no longer fits never will: the cost only grows); None if
+    not even that line fits. Windows are found by bisection, not a line at a time: each
+    try renders the whole window, and a budget of megabytes took hours that way."""
     item = make(first, last)
     if cost(render(item), unit) <= budget:
         return item
-    lo = hi = focus
-    best = None
-    while True:
-        item = make(lo, hi)
-        if cost(render(item), unit) > budget:
-            return best
-        best = item
-        grew = False
-        for side in ("down", "up"):
-            if side == "down" and hi < last:
-                cand = make(lo, hi + 1)
-                if cost(render(cand), unit) <= budget:
-                    hi, best, grew = hi + 1, cand, True
-            elif side == "up" and lo > first:
-                cand = make(lo - 1, hi)
-                if cost(render(cand), unit) <= budget:
-                    lo, best, grew = lo - 1, cand, True
-        if not grew:
-            return best
+
+    def fits(lo: int, hi: int) -> dict | None:
+        cand = make(lo, hi)
+        return cand if cost(render(cand), unit) <= budget else None
+
+    def widest(ok, n: int) -> int:  # the largest k in 0..n with ok(k), given ok(0)
+        good, bad = 0, n + 1
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            good, bad = (mid, bad) if ok(mid) else (good, mid)
+        return good
+
+    best = fits(focus, focus)
+    if best is None:
+        return None
+    # both sides in step while both fit (a side at its end stays there)
+    k = widest(lambda k: fits(max(first, focus - k), min(last, focus + k)) is not None,
+               max(focus - first, last - focus))
+    lo, hi = max(first, focus - k), min(last, focus + k)
+    if hi < last and fits(lo, hi + 1):  # the round that failed: below first, then above
+        hi = hi + widest(lambda d: fits(lo, hi + d) is not None, last - hi)
+    elif lo > first and fits(lo - 1, hi):
+        lo = lo - widest(lambda d: fits(lo - d, hi) is not None, lo - first)
+    return make(lo, hi)
