@@ -113,18 +113,18 @@ def fit(lines: list[str], first: int, last: int, focus: int, make, budget: int, 
     """The item for lines first..last if it fits in `budget`; else the widest window of
     whole lines around `focus` that does, grown a line below then a line above in turn
     while each fits (a side that no longer fits never will: the cost only grows); None if
-    not even that line fits. Windows are found by bisection, not a line at a time: each
-    try renders the whole window, and a budget of megabytes took hours that way."""
-    item = make(first, last)
-    if cost(render(item), unit) <= budget:
-        return item
-
+    not even that line fits. Windows are found by doubling and bisection, not a line at a
+    time: each try renders the whole window, and a budget of megabytes took hours that
+    way; nor is a 40 MB section rendered whole to learn that 2,000 tokens will not hold it."""
     def fits(lo: int, hi: int) -> dict | None:
         cand = make(lo, hi)
         return cand if cost(render(cand), unit) <= budget else None
 
     def widest(ok, n: int) -> int:  # the largest k in 0..n with ok(k), given ok(0)
-        good, bad = 0, n + 1
+        good, bad = 0, 1  # doubling first, so no try renders much more than what fits
+        while bad <= n and ok(bad):
+            good, bad = bad, bad * 2
+        bad = min(bad, n + 1)
         while bad - good > 1:
             mid = (good + bad) // 2
             good, bad = (mid, bad) if ok(mid) else (good, mid)
