@@ -12,6 +12,8 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import wait_for
+
 
 
 def test_serves_the_vault(daemon):
@@ -164,6 +166,39 @@ def test_many_clients_at_once(daemon):
     for c in conns:
         with c, c.makefile("rb") as f:
             assert b'"ok":true' in f.readline()
+
+
+def test_clients_past_the_limit_are_told_busy_and_the_rest_still_served(daemon):
+    from vaultd.server import MAX_CLIENTS
+
+    idle, told = [], None
+    for _ in range(MAX_CLIENTS + 1):  # the fixture's own connection may hold one place
+        c = daemon.connect()
+        try:
+            c.sendall(b'{"op":"ping"}\n')
+        except OSError:  # a busy daemon may have answered and closed already
+            pass
+        reply = c.recv(4096)
+        if b'"busy"' in reply:
+            told = reply
+            c.close()
+            break
+        assert b'"pong":true' in reply
+        idle.append(c)
+    assert told and b'"busy"' in told and len(idle) >= MAX_CLIENTS - 1
+    idle.pop().close()
+    assert wait_for(lambda: _pings(daemon), 5), "a freed place is served again"
+    for c in idle:
+        c.close()
+
+
+def _pings(daemon) -> bool:
+    try:
+        with daemon.connect() as s, s.makefile("rb") as f:
+            s.sendall(b'{"op":"ping"}\n')
+            return b'"pong":true' in f.readline()
+    except OSError:  # still busy: answered and closed before the ping went out
+        return False
 
 
 def test_client_that_hangs_up_mid_request_does_not_hurt(daemon):

@@ -27,6 +27,10 @@ from .watcher import RESCAN, Debouncer, Watcher
 
 logger = logging.getLogger("vaultd.server")
 
+MAX_CLIENTS = 64
+"""Connections served at once; more are answered `busy` and closed (each holds a thread
+and up to a request line, 1 MiB, of memory)."""
+
 
 def sd_notify(message: str) -> None:
     """The few lines of systemd's notify protocol: one datagram to $NOTIFY_SOCKET."""
@@ -89,6 +93,7 @@ class Server:
         self.vault: Vault | None = None
         self.debouncer = Debouncer(config.watch.debounce_ms / 1000, config.watch.max_delay_ms / 1000)
         self._listener: socket.socket | None = None
+        self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._lock = SocketLock(self.socket_path)
         self._threads: list[threading.Thread] = []
 
@@ -129,7 +134,7 @@ class Server:
             finally:
                 os.umask(old_umask)
             os.chmod(self.socket_path, 0o600)
-            listener.listen(64)
+            listener.listen(socket.SOMAXCONN)  # a burst of clients waits for accept, not refused
             listener.settimeout(0.5)
             self._listener = listener
         except BaseException:
@@ -213,9 +218,20 @@ class Server:
                     return
                 logger.exception("accept failed")
                 continue
+            if not self._clients.acquire(blocking=False):
+                with conn:  # each client holds a thread and up to a request line of memory
+                    conn.settimeout(1.0)
+                    self._send(conn, protocol.error(None, "busy", f"{MAX_CLIENTS} clients are connected; try again"))
+                continue
             self._spawn(self._serve_client, "client", conn)
 
     def _serve_client(self, conn: socket.socket) -> None:
+        try:
+            self._serve(conn)
+        finally:
+            self._clients.release()
+
+    def _serve(self, conn: socket.socket) -> None:
         conn.settimeout(None)
         with conn, conn.makefile("rb") as rfile:
             while not self.should_exit.is_set():
