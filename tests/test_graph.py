@@ -123,13 +123,16 @@ def test_backlinks_orphans_neighbours():
     ("FILE-ID", ["20250101T000000--x.org"]),
     ("id:FILE-ID", ["20250101T000000--x.org"]),
     ("dup", ["a/dup.md", "b/dup.md"]),
+    ("ch", ["a/b/ch.md", "x/ch.md"]),  # typed, a name is never guessed: links from a folder may pick the shallowest
+    ("a/b/ch", ["a/b/ch.md"]),
     ("nothing", []),
     ("/elsewhere/x.md", []),
 ])
 def test_find_note_by_any_name(name, want):
     g = build({"notes/Deep work.md": "---\naliases: [focus]\n---\n", "20250101T000000--x.org": ":PROPERTIES:\n:ID: FILE-ID\n:END:\n",
-               "a/dup.md": "", "b/dup.md": ""})
+               "a/dup.md": "", "b/dup.md": "", "x/ch.md": "", "a/b/ch.md": "", "y/src.md": "[[ch]]"})
     assert g.find(name, "/V") == want
+    assert resolved(g, "y/src.md")[0][1] == "x/ch.md"
 
 
 def _snapshot(g: Graph) -> dict:

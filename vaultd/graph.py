@@ -417,12 +417,15 @@ class Graph:
             return Dest(broken=missing)
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
-    def _pick(self, folder: str, paths: list[str]) -> Dest:
+    def _pick(self, folder: str, paths: list[str], strict: bool = False) -> Dest:
         """Several notes share a name: the one in the note's own folder, else the nearest
         (most leading folders in common), then the shallowest, then the shortest path;
-        a tie after all that is ambiguous."""
+        a tie after all that is ambiguous. `strict` (a name a person typed, from no
+        folder): any two are ambiguous."""
         if len(paths) <= 1:
             return self._unique(paths, NO_NOTE)
+        if strict:
+            return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
         here = [p for p in paths if posixpath.dirname(p) == folder]
         if len(here) == 1:
             return Dest(target=here[0])
@@ -457,7 +460,7 @@ class Graph:
                     return self._by_path[k + ext]
         return None
 
-    def _by_name(self, folder: str, target: str) -> Dest:
+    def _by_name(self, folder: str, target: str, strict: bool = False) -> Dest:
         t = target.replace("\\", "/").strip()
         if "/" in t.strip("/"):
             t = t.lstrip("/")
@@ -469,7 +472,7 @@ class Graph:
             suffixes = (kt,) if kt.endswith(NOTE_EXTS) else tuple(kt + e for e in NOTE_EXTS)
             paths = [p for p in self._by_stem.get(key(stem_of(t)), []) if key(p).endswith(tuple("/" + s for s in suffixes))]
             if paths:
-                return self._pick(folder, paths)
+                return self._pick(folder, paths, strict)
         else:
             t = t.strip("/")
             name = stem_of(t)
@@ -477,10 +480,10 @@ class Graph:
             if t.lower().endswith(NOTE_EXTS):
                 paths = [p for p in paths if key(p.rsplit("/", 1)[-1]) == key(t)]
             if paths:
-                return self._pick(folder, paths)
+                return self._pick(folder, paths, strict)
             aliases = self._by_alias.get(key(t), [])
             if aliases:
-                return self._pick(folder, sorted(set(aliases)))
+                return self._pick(folder, sorted(set(aliases)), strict)
         if _has_attachment_ext(t):
             return NOWHERE  # an attachment, not a note
         return Dest(broken=NO_NOTE)
@@ -650,7 +653,7 @@ class Graph:
         for table in (self._by_id, self._by_uuid):
             if n in table:
                 return sorted(table[n])
-        r = self._by_name("", n)
+        r = self._by_name("", n, strict=True)  # typed, not linked from a folder: never guessed
         if r.target:
             return [r.target]
         return r.candidates
