@@ -125,6 +125,8 @@ def test_graph_dot_and_depth(sock):
     assert r.returncode == 0 and r.stdout.startswith("digraph vault {") and r.stdout.rstrip().endswith("}")
     assert '"notes/Deep work.md" -> "notes/20251016T080208--memory-tiers__agents_memory.org";' in r.stdout
     assert vaultq("--socket", sock, "graph", "--depth", "9", "x").returncode == 2
+    r = vaultq("--socket", sock, "graph", "--format", "dot", "20251101T120000")  # DOT has no \\u escapes
+    assert '"notes/20251101T120000--가치관__철학.md" [label="가치관' in r.stdout and "\\u" not in r.stdout
 
 
 def test_note_not_found_exits_1_and_ambiguous_exits_2(daemon, sock):

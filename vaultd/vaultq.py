@@ -288,6 +288,12 @@ def print_links(res: dict, items: list[dict], fmt: str, vault: str, mode: str) -
             w(f"{src}:{it['line']}:{it['col']}: {it['raw']}  -> {_where(it)}\n")
 
 
+def _dot(s: str) -> str:
+    """A Graphviz quoted string: UTF-8 as it is (DOT has no \\u escapes, which JSON's
+    quoting gave for every Korean title), only backslash, quote and line ends escaped."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def print_graph(res: dict, fmt: str, vault: str) -> None:
     if fmt == "dot":
         titles = {n["path"]: n["title"] for n in res["nodes"]}
@@ -295,9 +301,9 @@ def print_graph(res: dict, fmt: str, vault: str) -> None:
         print('  node [shape=box, style=rounded];')
         for p, t in titles.items():
             attrs = ', penwidth=2' if p == res["note"] else ""
-            print(f"  {json.dumps(p)} [label={json.dumps(t)}{attrs}];")
+            print(f"  {_dot(p)} [label={_dot(t)}{attrs}];")
         for a, b in res["edges"]:
-            print(f"  {json.dumps(a)} -> {json.dumps(b)};")
+            print(f"  {_dot(a)} -> {_dot(b)};")
         print("}")
         return
     for n in res["nodes"]:
