@@ -1,5 +1,6 @@
 """HOT/WARM/COLD rules, access counts and pins, `read`."""
 
+import json
 import os
 import signal
 import time
@@ -249,6 +250,17 @@ def test_changes_since_lists_exactly_what_changed(daemon):
         [["notes/Deep work.md", "journal/Deep work.md"]], False)
     assert daemon.request("changes", since=g)["moved"] == []
     assert daemon.request("changes", since=0)["reset"] is True
+    assert daemon.request("changes", since=g + 100)["reset"] is True, "a generation of another state folder"
+
+
+def test_a_generation_never_reached_is_said_after_the_wait(daemon):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(daemon.socket), "search", "--json",
+                        "--after-generation", "999999", "boredom"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and json.loads(r.stdout)["caught_up"] is False
+    assert "has not reached generation 999999 after 10 s" in r.stderr
 
 
 def test_generation_keeps_growing_across_restarts(make_daemon):
@@ -264,5 +276,6 @@ def test_after_generation_sees_a_write_made_just_before(daemon):
     (daemon.vault / "notes" / "fresh.md").write_text("okapi sighting\n")
     res = daemon.request("search", q="okapi", after_generation=g + 1)
     assert [h["path"] for h in res["hits"]] == ["notes/fresh.md"] and res["generation"] >= g + 1
+    assert res["caught_up"] is True and "caught_up" not in daemon.request("search", q="okapi")
     res = daemon.request("context", q="okapi", budget=500, after_generation=g + 1)
     assert any(it["path"] == "notes/fresh.md" for it in res["items"])

@@ -278,26 +278,33 @@ class Server:
             logger.exception("request %r failed", req)
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
 
-    def _catch_up(self, generation: int | None, timeout: float = 10.0) -> None:
-        """Wait until the index has committed `generation` and has nothing pending (bounded)."""
+    def _catch_up(self, generation: int | None, timeout: float = 10.0) -> bool:
+        """Wait until the index has committed `generation` and has nothing pending (bounded);
+        whether it did."""
         if generation is None:
-            return
+            return True
         deadline = time.monotonic() + timeout
         v = self.vault
-        while time.monotonic() < deadline and not (
-            v.generation >= generation and self.debouncer.pending == 0 and v.in_flight == 0
-        ):
+        while not (v.generation >= generation and self.debouncer.pending == 0 and v.in_flight == 0):
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.01)
+        return True
+
+    def _waited(self, generation: int | None, answer) -> dict:
+        """`answer()` after waiting for `generation`; with `caught_up` when one was asked for
+        (false: the wait ran out, and the answer is of the index as it stands)."""
+        caught_up = self._catch_up(generation)
+        res = answer()
+        return res if generation is None else {**res, "caught_up": caught_up}
 
     def _dispatch(self, req: protocol.Request):
         v = self.vault
         match req:
             case protocol.Search():
-                self._catch_up(req.after_generation)
-                return v.search(req.q, req.limit, req.scope, req.snippets)
+                return self._waited(req.after_generation, lambda: v.search(req.q, req.limit, req.scope, req.snippets))
             case protocol.Context():
-                self._catch_up(req.after_generation)
-                return v.context(req.q, req.budget, req.unit, req.scope)
+                return self._waited(req.after_generation, lambda: v.context(req.q, req.budget, req.unit, req.scope))
             case protocol.Changes():
                 return v.changes(req.since)
             case protocol.Split():

@@ -231,8 +231,9 @@ class Vault:
     def changes(self, since: int) -> dict:
         """What happened to notes after generation `since`: added, changed, deleted, moved.
         `reset` is true when `since` is older than this daemon remembers (a restart, or
-        more than LOG_MAX changes ago): then every note counts as changed."""
-        if since < self._log_start:
+        more than LOG_MAX changes ago), or newer than it has reached (a generation of
+        another state folder): then every note counts as changed."""
+        if since < self._log_start or since > self.generation:
             return {"generation": self.generation, "since": since, "reset": True, "added": [],
                     "changed": sorted(self.notes), "deleted": [], "moved": []}
         status: dict[str, str] = {}

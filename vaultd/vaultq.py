@@ -314,6 +314,12 @@ def print_graph(res: dict, fmt: str, vault: str) -> None:
             print(f"  {a} -> {b}")
 
 
+def _behind(res: dict, wanted: int | None) -> None:
+    if res.get("caught_up") is False:
+        print(f"vaultq: the index has not reached generation {wanted} after 10 s (it is at {res['generation']}); "
+              "this answer may miss the latest changes", file=sys.stderr)
+
+
 def _run(c: Client, args) -> int:
     cmd = args.command
     if cmd == "status":
@@ -333,6 +339,7 @@ def _run(c: Client, args) -> int:
         bare = {"snippets": False} if args.format == "paths" and not args.json else {}
         res = c.request("search", q=q, limit=args.limit, scope="all" if args.all else "auto",
                         after_generation=args.after_generation, **bare)
+        _behind(res, args.after_generation)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
     if cmd == "context":
@@ -341,6 +348,7 @@ def _run(c: Client, args) -> int:
             return EXIT_USAGE
         res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
                         scope="all" if args.all else "warm", after_generation=args.after_generation)
+        _behind(res, args.after_generation)
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
         else:
