@@ -96,6 +96,10 @@ def test_read_lines_and_heading(v):
     assert (r["first"], r["last"], r["text"]) == (4, 5, "line a\nline b")
     with pytest.raises(Exception, match="no heading"):
         v.read("old.md", heading="Nope")
+    with pytest.raises(Exception, match=r"lines 99:100: past the end \(old.md has 8 lines\)"):
+        v.read("old.md", lines=(99, 100))
+    with pytest.raises(Exception, match="past the end"):
+        v.read("old.md", lines=(5, 5), heading="Part")
 
 
 def test_recent(v):

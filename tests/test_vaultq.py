@@ -174,6 +174,9 @@ def test_minus_words_exclude_and_filters_need_no_words(daemon, sock):
         r = vaultq("--socket", sock, "search", *bad)
         assert r.returncode == 2 and why in r.stderr, (bad, r.stderr)
     assert vaultq("--socket", sock, "status", "-x").returncode == 2
+    for days in ("inf", "nan", "1e400", "0", "x"):
+        r = vaultq("--socket", sock, "recent", "--days", days)
+        assert r.returncode == 2 and "expected a number of days above 0" in r.stderr
 
 
 def test_read_pin_hot_recent(daemon, sock):

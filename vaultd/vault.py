@@ -457,6 +457,9 @@ class Vault:
             a, b = lines
             if a < 1 or b < a:
                 raise QueryError(f"lines: expected A:B with 1 <= A <= B, got {a}:{b}")
+            if a > last - first + 1:
+                raise QueryError(f"lines {a}:{b}: past the end ({'the section' if heading else path} has "
+                                 f"{last - first + 1} lines)")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
         self.state.touch(path)
         body = "\n".join(all_lines[first - 1 : last])

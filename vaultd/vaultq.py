@@ -124,7 +124,7 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
         s.add_argument("--json", action="store_true", help="print JSON")
         s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
     s = add("recent", help="notes changed in the last days")
-    s.add_argument("--days", type=float, default=7.0, help="how many days back (default 7)")
+    s.add_argument("--days", type=_days, default=7.0, help="how many days back (default 7)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
     return p
@@ -143,6 +143,19 @@ def _date(v: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{v!r} is not a date: YYYY, YYYY-MM or YYYY-MM-DD") from None
     return v
+
+
+def _days(v: str) -> float:
+    import argparse
+    import math
+
+    try:
+        d = float(v)
+    except ValueError:
+        d = math.nan
+    if not (0 < d < math.inf):
+        raise argparse.ArgumentTypeError(f"{v!r}: expected a number of days above 0")
+    return d
 
 
 def _parse(argv: list[str]):
