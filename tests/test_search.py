@@ -95,6 +95,10 @@ def test_tag_title_path_filters(v):
     assert paths(v, "title:python checker") == ["notes/python-tips.md"]
     assert set(paths(v, "checker path:notes")) == {"notes/rust-tips.md", "notes/python-tips.md"}
     assert paths(v, "borrow path:journal") == ["journal/2025-01-10.md"]
+    assert paths(v, "borrow path:journal/2025") == ["journal/2025-01-10.md"], "a file name's start"
+    assert paths(v, "borrow path:journal/2024") == [] and paths(v, "checker path:note") == []
+    assert set(paths(v, "path:notes/r")) == {"notes/rust-tips.md"}
+    assert paths(v, "borrow path:jour*nal(x)[y]") == [], "regex characters are literal"
 
 
 def test_date_filters_use_the_note_date(v):

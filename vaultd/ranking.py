@@ -97,6 +97,11 @@ def parse(text: str) -> Parsed:
     return p
 
 
+def _regex_literal(text: str) -> str:
+    """`text` matched literally by Tantivy's (Rust) regex syntax."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
+
+
 def _date_bound(val: str) -> float | None:
     """The start of a YYYY, YYYY-MM or YYYY-MM-DD period: `after:2025-03` means from March
     on, `before:2025-03` before March."""
@@ -257,8 +262,9 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
             _Q.boolean_query([(_O.Should, bld.term("title_ko", g)) for g in bigrams(r)]) for r in cjk_t]
         if parts:
             must.append(_Q.boolean_query([(_O.Must, q) for q in parts]))
-    for path in p.paths:
-        must.append(bld.term("dirs", path))
+    for path in p.paths:  # a folder and all below it, or a file name's start: path:journal/2025
+        must.append(_Q.boolean_query([(_O.Should, bld.term("dirs", path)),
+                                      (_O.Should, _Q.regex_query(schema, "path", _regex_literal(path) + "[^/]*"))]))
     if p.after is not None or p.before is not None:
         must.append(_Q.range_query(schema, "date", tantivy.FieldType.Integer,
                                    int(p.after) if p.after is not None else None,
