@@ -142,6 +142,19 @@ def test_links_into_moved_sections_are_rewritten_and_nothing_breaks(tmp_path):
         v.close()
 
 
+def test_a_markdown_link_within_the_note_stays_a_markdown_link(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md().replace("[[#Section 6]]", "[part six](#section-6)")}, quiet=0)
+    try:
+        res = v.split_note("Big")
+        part = next(p for p in res["parts"] if "## Section 6" in (v.root / p).read_text())
+        hub = (v.root / "notes/Big.md").read_text()
+        assert f"Intro. See [part six]({part.split('/')[-1].replace(' ', '%20')}#section-6)." in hub
+        assert "[[" not in hub, "its parts listed as Markdown links too"
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
 def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
     org = "#+title: Big org\n#+identifier: 20250101T000000\n#+filetags: :kw:\n\n" + "".join(
         f"* Head {i}\n:PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n" + "text line here for the org note\n" * 120 for i in range(5))

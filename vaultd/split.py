@@ -221,7 +221,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     hub = b"".join(new_lines[: chunks[0][0]])
     if hub and not hub.endswith(b"\n"):
         hub += b"\n"
-    hub += _hub_list(org, part_paths, chunks, ids, folder)
+    hub += _hub_list(org, part_paths, chunks, ids, folder,
+                     not org and _markdown_style(r.link for r in graph.links(note.path)))
     tail_start = chunks[-1][1]
     hub += b"".join(new_lines[tail_start:])  # nothing normally; kept so no byte is lost
     for src, items in edits.items():
@@ -252,6 +253,11 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
         _, _, anchor = link.label.partition("#")
         name = posixpath.basename(target).rsplit(".", 1)[0]
         return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
+    if internal and k == "internal" and not target.endswith(".org") and not link.raw.startswith("[["):
+        # a Markdown [label](#anchor) stays a Markdown link: a vault of them may read no other kind
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        cut = link.raw.rindex("](")  # its label and #anchor kept as written
+        return f"{link.raw[:cut]}]({urllib.parse.quote(rel)}{link.raw[cut + 2 : -1]})"
     if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
         name = posixpath.basename(target).rsplit(".", 1)[0]
         if "/" in link.target:
@@ -292,13 +298,22 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, dn, stem: 
     return ("\n".join(fm) + f"\n\nPart of [[{stem}|{title}]].\n\n").encode()
 
 
-def _hub_list(org: bool, parts: list[str], chunks, ids, folder: str) -> bytes:
+def _markdown_style(links) -> bool:
+    """Whether a Markdown note's `links` are only [Markdown](links.md), never [[wiki]]: its
+    hub lists its parts that way too (its renderer may read no other kind)."""
+    wiki = [link.raw.startswith("[[") for link in links if link.kind in ("md", "wiki", "embed", "internal")]
+    return bool(wiki) and not any(wiki)
+
+
+def _hub_list(org: bool, parts: list[str], chunks, ids, folder: str, markdown: bool = False) -> bytes:
     out = ["", "Parts:" if not org else "* Parts"]
     for i, p in enumerate(parts):
         head = chunks[i][2]
         name = posixpath.basename(p)
         if org:
             link = f"[[denote:{ids[i]}][{head}]]" if ids else f"[[file:{name}][{head}]]"
+        elif markdown:
+            link = f"[{head}]({urllib.parse.quote(name)})"
         else:
             link = f"[[{name.rsplit('.', 1)[0]}|{head}]]"
         out.append(f"{i + 1}. {link}")
