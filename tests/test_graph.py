@@ -127,9 +127,10 @@ def test_backlinks_orphans_neighbours():
     ("a/b/ch", ["a/b/ch.md"]),
     ("nothing", []),
     ("/elsewhere/x.md", []),
+    ("Memory Tiers", ["20250101T000000--x.org"]),  # a title, last
 ])
 def test_find_note_by_any_name(name, want):
-    g = build({"notes/Deep work.md": "---\naliases: [focus]\n---\n", "20250101T000000--x.org": ":PROPERTIES:\n:ID: FILE-ID\n:END:\n",
+    g = build({"notes/Deep work.md": "---\naliases: [focus]\n---\n", "20250101T000000--x.org": ":PROPERTIES:\n:ID: FILE-ID\n:END:\n#+title: Memory tiers\n",
                "a/dup.md": "", "b/dup.md": "", "x/ch.md": "", "a/b/ch.md": "", "y/src.md": "[[ch]]"})
     assert g.find(name, "/V") == want
     assert resolved(g, "y/src.md")[0][1] == "x/ch.md"

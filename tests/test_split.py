@@ -298,6 +298,8 @@ def test_read_only_files_are_never_split(tmp_path):
         os.chmod(v.root / "notes/Other.md", 0o444)  # a note the split would rewrite
         assert v.auto_split() == []
         assert "read-only" in v._split_skip["notes/Big.md"][1]
+        cands = v.split_candidates()
+        assert not cands["over"] and "notes/Other.md is read-only" in cands["cannot"][0]["why"], "not offered"
         os.chmod(v.root / "notes/Other.md", 0o644)
         os.chmod(v.root / "notes", 0o555)  # no new parts can go here
         v._split_skip.clear()

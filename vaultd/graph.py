@@ -633,7 +633,7 @@ class Graph:
 
     def find(self, name: str, vault_root: str | None = None) -> list[str]:
         """Notes a user may mean by `name`: a path (vault-relative or absolute), a Denote
-        identifier, an Org ID, or a wikilink-style name or alias."""
+        identifier, an Org ID, a wikilink-style name or alias, else a title."""
         n = name.strip()
         if vault_root and os.path.isabs(n):
             try:
@@ -656,7 +656,10 @@ class Graph:
         r = self._by_name("", n, strict=True)  # typed, not linked from a folder: never guessed
         if r.target:
             return [r.target]
-        return r.candidates
+        if r.candidates:
+            return r.candidates
+        want = key(n)  # last, a title as shown (a Denote note's file name is its identifier)
+        return sorted(p for p, note in self.notes.items() if note.title and key(note.title) == want)
 
 
 class _Anchors:

@@ -563,6 +563,9 @@ class Vault:
             else:
                 try:
                     plan = self._split_plan(path, names_taken)
+                    why = next(filter(None, (split.read_only(self.root, c.path) for c in plan.changes)), None)
+                    if why:  # the split would refuse it: not offered
+                        raise split.SplitError(why)
                     over.append({"path": path, "size": n.size, "parts": len(plan.parts), "rewritten": plan.rewritten,
                                  "oversized": plan.oversized})
                 except (split.SplitError, OSError) as e:
