@@ -155,6 +155,31 @@ def test_a_markdown_link_within_the_note_stays_a_markdown_link(tmp_path):
         v.close()
 
 
+@pytest.mark.parametrize("intro", ["Wow![[#Section 6]]", "See ![[Other]] and ![[#Section 6]]"])
+def test_embeds_count_as_wikilinks_for_the_style(tmp_path, intro):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md().replace("See [[#Section 6]].", intro), "notes/Other.md": "x\n"},
+               quiet=0)
+    try:
+        v.split_note("Big")
+        assert "[[Big - Section 0|Section 0]]" in (v.root / "notes/Big.md").read_text(), "an Obsidian note's hub"
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
+def test_only_a_done_or_undone_split_says_whether_a_note_is_kept_whole(tmp_path):
+    from vaultd.split import Journal, kept_whole
+
+    j = Journal(tmp_path / "journal")
+    j.save({"op": "20260101T000000-aaaaaa", "note": "a.md", "status": "done"})
+    j.save({"op": "20260101T000001-aaaaaa", "note": "a.md", "status": "undone"})
+    j.save({"op": "20260101T000002-aaaaaa", "note": "a.md", "status": "aborted"})  # a later try that never happened
+    j.save({"op": "20260101T000003-aaaaaa", "note": "a.md", "status": "rolled back"})
+    j.save({"op": "20260101T000004-bbbbbb", "note": "b.md", "status": "undone"})
+    j.save({"op": "20260101T000005-bbbbbb", "note": "b.md", "status": "done"})
+    assert kept_whole(j) == {"a.md": "20260101T000001-aaaaaa"}
+
+
 def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
     org = "#+title: Big org\n#+identifier: 20250101T000000\n#+filetags: :kw:\n\n" + "".join(
         f"* Head {i}\n:PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n" + "text line here for the org note\n" * 120 for i in range(5))

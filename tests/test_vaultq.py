@@ -245,7 +245,9 @@ def test_only_the_asked_command_is_built_and_every_command_is_known():
     ["search", "x", "--json", "y"], ["search", "-x"], ["search", "x", "--tag", "t"], ["search"], ["status"],
     ["search", "x", "-n", "-1"], ["search", "x", "--format", "bad"], ["--socket"], ["search", "x", "-h"],
     ["search", "x", "--", "-y"], ["search", "x", "--all"], ["--socket", "--vault", "search", "x"],
-    ["search", "-x", "y"], ["search", "x", "-"], ["search", "x", "-h"],
+    ["search", "-x", "y"], ["search", "x", "-"], ["search", "x", "-h"], ["search", "foo", "-n5"],
+    ["search", "foo", "-notes"], ["search", "foo", "--json", "-notes"], ["search", "--tag", "rust", "async", "rust"],
+    ["search", "-hello", "x"], ["search", "x", "-n", "-1"],
 ])
 def test_quick_search_reads_argv_as_argparse_does(argv):
     from vaultd.vaultq import _parse, _quick
@@ -253,6 +255,12 @@ def test_quick_search_reads_argv_as_argparse_does(argv):
     quick = _quick(argv)
     if quick is not None:
         assert quick == vars(_parse(argv))
+    if argv == ["search", "foo", "-n5"]:
+        assert quick is None and vars(_parse(argv))["limit"] == 5
+    if argv == ["search", "foo", "--json", "-notes"]:
+        assert vars(_parse(argv))["query"] == ["foo", "-notes"]
+    if argv == ["search", "--tag", "rust", "async", "rust"]:
+        assert vars(_parse(argv))["query"] == ["async", "rust"], "in the order typed: the last word is a prefix"
     assert _quick(["search", "deep", "work"]) is not None
 
 

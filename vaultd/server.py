@@ -223,7 +223,12 @@ class Server:
                     conn.settimeout(1.0)
                     self._send(conn, protocol.error(None, "busy", f"{MAX_CLIENTS} clients are connected; try again"))
                 continue
-            self._spawn(self._serve_client, "client", conn)
+            try:
+                self._spawn(self._serve_client, "client", conn)
+            except Exception:  # no thread to be had: its place and the connection go back
+                self._clients.release()
+                conn.close()
+                logger.exception("cannot serve a client")
 
     def _serve_client(self, conn: socket.socket) -> None:
         try:

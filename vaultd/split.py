@@ -253,7 +253,8 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
         _, _, anchor = link.label.partition("#")
         name = posixpath.basename(target).rsplit(".", 1)[0]
         return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
-    if internal and k == "internal" and not target.endswith(".org") and not link.raw.startswith("[["):
+    if internal and k == "internal" and not target.endswith(".org") and "](" in link.raw \
+            and not link.raw.lstrip("!").startswith("[["):
         # a Markdown [label](#anchor) stays a Markdown link: a vault of them may read no other kind
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         cut = link.raw.rindex("](")  # its label and #anchor kept as written
@@ -301,7 +302,7 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, dn, stem: 
 def _markdown_style(links) -> bool:
     """Whether a Markdown note's `links` are only [Markdown](links.md), never [[wiki]]: its
     hub lists its parts that way too (its renderer may read no other kind)."""
-    wiki = [link.raw.startswith("[[") for link in links if link.kind in ("md", "wiki", "embed", "internal")]
+    wiki = [link.raw.lstrip("!").startswith("[[") for link in links if link.kind in ("md", "wiki", "embed", "internal")]
     return bool(wiki) and not any(wiki)
 
 
@@ -413,7 +414,8 @@ class Journal:
 def kept_whole(journal: Journal) -> dict[str, str]:
     """Notes whose last split was undone, with that split's op: the user wants them whole,
     so auto mode never splits them again (a split by hand still does)."""
-    last = {e["note"]: e for e in journal.all() if e.get("note")}  # op names sort by time
+    # op names sort by time; a split that never happened (aborted, rolled back) says nothing
+    last = {e["note"]: e for e in journal.all() if e.get("note") and e.get("status") in ("done", "undone")}
     return {note: e["op"] for note, e in last.items() if e.get("status") == "undone"}
 
 

@@ -31,9 +31,14 @@ class _Skipped:
 
 def _command(argv: list[str]) -> str | None:
     """The command in `argv`, when nothing before it asks for help."""
+    at = _command_at(argv)
+    return None if at is None else argv[at]
+
+
+def _command_at(argv: list[str]) -> int | None:
     for i, a in enumerate(argv):
         if a in COMMANDS and (i == 0 or argv[i - 1] not in ("--socket", "--vault")):
-            return a
+            return i
         if a in ("-h", "--help") or a.startswith("-") and not a.startswith(("--socket", "--vault")):
             return None
     return None
@@ -158,23 +163,36 @@ def _days(v: str) -> float:
     return d
 
 
+_VALUED = frozenset(("--socket", "--vault", "-n", "--limit", "--format", "--tag", "--path", "--after", "--before",
+                     "--after-generation", "--budget", "--unit"))
+"""Options whose value is the next word (which is never a search word)."""
+
+
+def _minus_word(a: str) -> bool:
+    """A search word to leave out (`-archive`), not a short option (-h, -n, -n5)."""
+    return a[:1] == "-" and a[1:2] not in ("", "-") and a not in ("-h", "-n") and not (a[:2] == "-n" and a[2:].isdigit())
+
+
 def _parse(argv: list[str]):
     """argv read by argparse. A search's or context's words may start with '-' (`-archive`:
-    without that word), which argparse would take for unknown options: every token it
-    does not know goes to the words, but for a misspelt `--option`."""
-    from collections import Counter
-
-    p = _parser(_command(argv))
+    without that word), which argparse would take for options (`-notes` as `-n otes`):
+    they stand in argv as words it cannot take for options, and come back in the order
+    typed. A misspelt `--option` is still an error."""
+    cmd, at = _command(argv), _command_at(argv)
+    p = _parser(cmd)
+    words: dict[str, str] = {}
+    if cmd in ("search", "context") and at is not None:
+        argv = list(argv)
+        for j in range(at + 1, len(argv)):
+            if _minus_word(argv[j]) and argv[j - 1] not in _VALUED:
+                words[f"\0{j}"], argv[j] = argv[j], f"\0{j}"  # no typed word holds a NUL
     args, extra = p.parse_known_args(argv)
-    if args.command not in ("search", "context"):
-        if extra:
-            p.error(f"unrecognized arguments: {' '.join(extra)}")
-        return args
-    bad = [a for a in extra if a.startswith("--")]
+    bad = [a for a in extra if a.startswith("-") or args.command not in ("search", "context")]
     if bad:
         p.error(f"unrecognized arguments: {' '.join(bad)}")
-    want = Counter(args.query + extra)  # in the order typed
-    args.query = [a for a in argv if want[a] > 0 and not want.subtract([a])]
+    if args.command not in ("search", "context"):
+        return args
+    args.query = [words.get(a, a) for a in args.query + extra]  # extra: words after an option
     if not args.query and not (args.command == "search" and (args.tag or args.path or args.after or args.before)):
         p.error(f"{args.command} needs words" + (" or a filter (--tag, --path, --after, --before)"
                                                   if args.command == "search" else ""))
@@ -493,7 +511,7 @@ def _quick(argv: list[str]) -> dict | None:
                 args["limit"] = int(val)
             else:
                 return None
-        elif a.startswith("-") and (a[1:2] in ("", "-") or a == "-h") or option:
+        elif option or a.startswith("-") and not _minus_word(a):
             return None  # another option, or words after options: argparse's to read
         else:
             args["query"].append(a)
