@@ -309,7 +309,7 @@ def print_links(res: dict, items: list[dict], fmt: str, vault: str, mode: str) -
         src = _display_path(vault, it.get("path", res.get("note", "")))
         if fmt == "vimgrep":
             text = it.get("text", it["raw"])
-            col = _byte_col(text, it["col"]) if "text" in it else 1
+            col = it.get("byte_col") or (_byte_col(text, it["col"]) if "text" in it else 1)
             w(f"{src}:{it['line']}:{col}:{text if mode == 'backlinks' else it['raw'] + '  -> ' + _where(it)}\n")
         elif mode == "backlinks":
             w(f"{src}:{it['line']}:{it['col']}: {it.get('text', it['raw']).strip()}\n")
