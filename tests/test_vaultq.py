@@ -202,7 +202,7 @@ def test_a_big_reply_is_read_in_about_its_length(daemon, sock):
     t = time.perf_counter()
     r = vaultq("--socket", sock, "read", "notes/huge.md", "--json")
     assert r.returncode == 0 and len(json.loads(r.stdout)["text"]) == 39_000_000 - 1
-    assert time.perf_counter() - t < 4
+    assert time.perf_counter() - t < 4, time.perf_counter() - t
 
 
 def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, sock):
