@@ -185,7 +185,7 @@ def test_clients_past_the_limit_are_told_busy_and_the_rest_still_served(daemon):
             break
         assert b'"pong":true' in reply
         idle.append(c)
-    assert told and b'"busy"' in told and len(idle) >= MAX_CLIENTS - 1
+    assert told and b'"busy"' in told and MAX_CLIENTS - 4 <= len(idle) <= MAX_CLIENTS  # the fixture's own, closing
     idle.pop().close()
     assert wait_for(lambda: _pings(daemon), 5), "a freed place is served again"
     for c in idle:
