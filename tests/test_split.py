@@ -180,6 +180,68 @@ def test_only_a_done_or_undone_split_says_whether_a_note_is_kept_whole(tmp_path)
     assert kept_whole(j) == {"a.md": "20260101T000001-aaaaaa"}
 
 
+def test_rewritten_links_keep_their_alias_brackets_title_and_bang(tmp_path):
+    v = _vault(tmp_path, {
+        "notes/Big.md": _big_md().replace("See [[#Section 6]].", "See ![[#Section 6]]."),
+        "notes/O.md": "[[Big#Section 5|v1.2]] [[Big#Section 4|C#]]\n",
+        "sub/deep.md": '[y](<../notes/Big.md#section-6>) [z](../notes/Big.md#section-6 "a title") '
+                       "![img](../notes/Big.md#section-5)\n",
+    }, quiet=0)
+    try:
+        v.split_note("Big")
+        o = (v.root / "notes/O.md").read_text()
+        assert "|v1.2]]" in o and "|C#]]" in o and "[[Big - Section" in o and "#Section 5|" in o
+        deep = (v.root / "sub/deep.md").read_text()
+        assert '[y](<../notes/Big - Section 5.md#section-6>)' in deep, deep
+        assert '[z](../notes/Big%20-%20Section%205.md#section-6 "a title")' in deep
+        assert deep.count("![img](") == 1
+        assert "Intro. See ![[Big - Section 5#Section 6]]." in (v.root / "notes/Big.md").read_text()
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
+def test_awkward_notes_split_cleanly_or_are_refused_clearly(tmp_path):
+    body = "".join(f"## Section {i}\n\n" + "Lorem ipsum dolor sit amet, words words.\n" * 60 for i in range(8))
+    files = {
+        "bom/Big.md": "\ufeff" + body,  # a heading on line 1, after the BOM
+        "priv/Big.md": body,
+        "hash/C# notes.md": body,
+        "form/Big.org": body.replace("## ", "* ").replace("Section 1\n\n", "Section 1\n\n\x0c\n"),
+        "form/link.org": "[[file:Big.org::*Section 6][six]]\n",
+        "ko/Big.md": "".join(f"## {'가' * 90}{i}\n\n" + "가나다라 마바사.\n" * 250 for i in range(4)),
+        "date/20241399T999999--big.md": body,
+        "bad/Big.md": body,
+        "bad/ref.md": "caf\udce9 [[Big#Section 6]]\n",
+    }
+    v = _vault(tmp_path, {k: t for k, t in files.items() if k != "bad/ref.md"}, quiet=0)
+    (v.root / "bad/ref.md").write_bytes(b"caf\xe9 [[Big#Section 6]]\n")
+    (v.root / "priv/Big.md").chmod(0o600)
+    os.symlink("/nowhere", v.root / "priv" / "Big - Section 0.md")  # a dangling link where a part would go
+    v.apply(["bad/ref.md"])
+    try:
+        before = _tree(v.root)
+        v.split_note("bom/Big.md")
+        assert (v.root / "bom/Big.md").read_bytes().startswith(b"\xef\xbb\xbf") and v.broken()["total"] == 0
+        res = v.split_note("priv/Big.md")
+        assert os.path.islink(v.root / "priv" / "Big - Section 0.md"), "taken: the part goes elsewhere"
+        assert all((v.root / p).stat().st_mode & 0o777 == 0o600 for p in res["parts"] + ["priv/Big.md"])
+        with pytest.raises(Exception, match="a wikilink to its parts cannot"):
+            v.split_note("hash/C# notes.md")
+        v.split_note("form/Big.org")
+        assert v.broken()["total"] == 0, "a form feed does not move the later headings"
+        res = v.split_note("ko/Big.md")
+        assert all(len(p.rsplit("/", 1)[1].encode()) < 200 for p in res["parts"])
+        v.split_note("date/20241399T999999--big.md")
+        with pytest.raises(Exception, match="not UTF-8"):
+            v.split_note("bad/Big.md")
+        for e in reversed(v.split_history()["history"]):
+            v.split_undo(e["op"])
+        assert _tree(v.root) == before and (v.root / "priv/Big.md").stat().st_mode & 0o777 == 0o600
+    finally:
+        v.close()
+
+
 def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
     org = "#+title: Big org\n#+identifier: 20250101T000000\n#+filetags: :kw:\n\n" + "".join(
         f"* Head {i}\n:PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n" + "text line here for the org note\n" * 120 for i in range(5))

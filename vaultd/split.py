@@ -123,7 +123,10 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
 
 def _fresh_ids(start: str, taken: set[str], n: int) -> list[str]:
     """n Denote identifiers after `start` (seconds later), none already used in the vault."""
-    t = time.mktime(time.strptime(start, "%Y%m%dT%H%M%S"))
+    try:
+        t = time.mktime(time.strptime(start, "%Y%m%dT%H%M%S"))
+    except (ValueError, OverflowError):  # an impossible date in the name: count from now
+        t = time.time()
     out: list[str] = []
     while len(out) < n:
         t += 1
@@ -134,7 +137,16 @@ def _fresh_ids(start: str, taken: set[str], n: int) -> list[str]:
 
 
 def _slug(text: str) -> str:
-    return _SLUG.sub("-", text.casefold()).strip("-")[:60] or "part"
+    return _cut(_SLUG.sub("-", text.casefold()).strip("-"), 60).strip("-") or "part"
+
+
+def _cut(text: str, chars: int) -> str:
+    """At most `chars` characters and 120 UTF-8 bytes (a file name holds 255 bytes, and
+    the temporary name it is written through more), no blank at the end."""
+    text = text[:chars]
+    while len(text.encode()) > 120:
+        text = text[:-1]
+    return text.rstrip()
 
 
 def taken(graph: Graph) -> tuple[set[str], set[str]]:
@@ -162,6 +174,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
     ext = ".org" if org else ".md"
     dn = parse_name(stem)
+    if not org and not dn and any(c in stem for c in "#|[]^"):
+        raise SplitError(f"{note.path}: its name holds one of # | [ ] ^, which a wikilink to its parts cannot")
     ids_taken, existing = names_taken or taken(graph)
     ids = _fresh_ids(dn.id, ids_taken, len(chunks)) if dn else []
     names: list[str] = []
@@ -173,9 +187,10 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             if "." in stem and not any(c.isspace() for c in stem):  # a Dendron hierarchy: a child note
                 base = f"{stem}.{_slug(title)}"
             else:
-                base = f"{stem} - {_UNSAFE.sub(' ', title).strip()[:80] or 'part'}"
+                base = f"{stem} - {_cut(_UNSAFE.sub(' ', title).strip(), 80) or 'part'}"
             name, k = base + ext, 2
-            while posixpath.join(folder, name).casefold() in existing or name in names:
+            while (posixpath.join(folder, name).casefold() in existing or name.casefold() in map(str.casefold, names)
+                   or os.path.lexists(vault / folder / name)):
                 name, k = f"{base} {k}{ext}", k + 1
         names.append(name)
     part_paths = [posixpath.join(folder, n) for n in names]
@@ -209,6 +224,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                     own.append((r.link.line, r.link.col, r.link.raw, new))
 
     new_lines = list(lines)
+    bom = b""
+    if new_lines and new_lines[0].startswith(b"\xef\xbb\xbf"):  # the file's, not its first line's: it stays first
+        bom, new_lines[0] = b"\xef\xbb\xbf", new_lines[0][3:]
     for ln, col, old, new in sorted(own, key=lambda e: (e[0], -e[1])):  # right to left: columns stay true
         new_lines[ln - 1] = _replace_at(new_lines[ln - 1], col, old, new, note.path, ln)
     plan.rewritten = len(own)
@@ -218,7 +236,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         body = b"".join(new_lines[first:end])
         header = _part_header(org, head, note, ids[i] if ids else None, dn, stem, title)
         plan.changes.append(FileChange(part_paths[i], None, header + body))
-    hub = b"".join(new_lines[: chunks[0][0]])
+    hub = bom + b"".join(new_lines[: chunks[0][0]])
     if hub and not hub.endswith(b"\n"):
         hub += b"\n"
     hub += _hub_list(org, part_paths, chunks, ids, folder,
@@ -237,17 +255,24 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
 
 
 def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -> bytes:
-    text = line.decode()
+    try:
+        text = line.decode()
+    except UnicodeDecodeError:
+        raise SplitError(f"{path}:{ln}: the line of a link to rewrite is not UTF-8; fix it and retry") from None
     if text[col - 1 : col - 1 + len(old)] != old:
         raise SplitError(f"{path}:{ln}: link {old!r} is not where the index says; reindex and retry")
     return (text[: col - 1] + new + text[col - 1 + len(old) :]).encode()
+
+
+_MD_DEST = re.compile(r"(!?\[.*\]\()(\s*)(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)", re.DOTALL)
+"""A Markdown link up to its destination: (![label]( , blanks, destination)."""
 
 
 def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False) -> str | None:
     """The link text pointing at `target` (a part) instead, same anchor and label."""
     k = link.kind
     anchor = link.anchor
-    if k in ("wiki", "embed") and link.label and ("." in link.label or "#" in link.label) and \
+    if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
             not any(c.isspace() for c in link.label.split("#")[0]):
         # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
         _, _, anchor = link.label.partition("#")
@@ -264,12 +289,19 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
         if "/" in link.target:
             name = target.rsplit(".", 1)[0]
         label = f"|{link.label}" if link.label else ""
-        bang = "!" if k == "embed" else ""
+        bang = "!" if link.raw.startswith("!") else ""
         return f"{bang}[[{name}#{anchor}{label}]]"
     if k == "md":
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        dest = f"<{rel}>" if "<" in link.raw and ">" in link.raw else urllib.parse.quote(rel)
-        return f"[{link.label}]({dest}#{urllib.parse.quote(anchor)})" if anchor else f"[{link.label}]({dest})"
+        frag = f"#{anchor}" if anchor else ""
+        m = _MD_DEST.match(link.raw)
+        if m is None:
+            return None
+        if m.group(3).startswith("<"):
+            dest = f"<{rel}{frag}>"
+        else:
+            dest = urllib.parse.quote(rel) + (f"#{urllib.parse.quote(anchor)}" if anchor else "")
+        return m.group(1) + m.group(2) + dest + link.raw[m.end(3) :]  # its "!", label and title kept
     if k == "file" or (internal and k == "internal"):
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         desc = f"[{link.label}]" if link.label else ""
@@ -430,6 +462,7 @@ def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
     journal.save(entry)
     _crash_point(1)
     written: list[FileChange] = []
+    mode = os.stat(vault / plan.note).st_mode & 0o7777  # the parts: as private as the note
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
@@ -437,7 +470,7 @@ def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
             if current != c.before:
                 raise SplitError(f"{c.path} changed while splitting; nothing was split")
             p.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(p, c.after)
+            write_atomic(p, c.after, mode)
             written.append(c)
             _crash_point(step)
     except BaseException:

@@ -28,13 +28,21 @@ class State(msgspec.Struct, kw_only=True):
     """The last index generation committed, so generations keep growing across restarts."""
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file."""
+def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file.
+    The file keeps its permissions (a private note stays private); a new one gets `mode`,
+    when given."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        pass
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+        if mode is not None:
+            os.fchmod(f.fileno(), mode)
     os.replace(tmp, path)
     fd = os.open(path.parent, os.O_RDONLY)
     try:

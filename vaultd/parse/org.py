@@ -69,12 +69,15 @@ def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
 
     Leaving a line out changes nothing when orgparse would have ignored it. Every heading
     is kept, and so is the line after it (orgparse reads SCHEDULED/DEADLINE only there).
-    Lines are split exactly as `orgparse.loads` splits them.
+    Lines are numbered as everywhere else: split at line ends only.
     """
     lines: list[str] = []
     numbers: list[int] = []
     after_heading = False
-    for n, line in enumerate(text.splitlines(), 1):
+    rows = text.split("\n")  # as the file's lines are numbered everywhere (splitlines would also
+    if rows[-1] == "":  # cut at form feeds and U+2028, and number every later line wrong)
+        rows.pop()
+    for n, line in enumerate(rows, 1):
         if not line:  # blank: kept only after a heading
             if after_heading:
                 lines.append(line)
