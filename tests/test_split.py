@@ -201,6 +201,18 @@ def test_rewritten_links_keep_their_alias_brackets_title_and_bang(tmp_path):
         v.close()
 
 
+def test_a_link_moved_into_a_part_to_a_heading_the_hub_keeps_names_the_hub(tmp_path):
+    body = "".join(f"# Section {i}\n\nSee [[#Pre]] and [p](#pre).\n" + "Lorem ipsum dolor sit amet.\n" * 90 for i in range(8))
+    v = _vault(tmp_path, {"notes/Big.md": "## Pre\n\nThe preamble.\n\n" + body}, quiet=0)
+    try:
+        res = v.split_note("Big")
+        part = (v.root / res["parts"][0]).read_text()
+        assert "See [[Big#Pre]] and [p](Big.md#pre)." in part
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
 def test_awkward_notes_split_cleanly_or_are_refused_clearly(tmp_path):
     body = "".join(f"## Section {i}\n\n" + "Lorem ipsum dolor sit amet, words words.\n" * 60 for i in range(8))
     files = {

@@ -222,6 +222,11 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                                 ids[line_part[r.line]] if ids else None, internal=True)
                 if new:
                     own.append((r.link.line, r.link.col, r.link.raw, new))
+        elif r.target == note.path and r.link.kind == "internal" and r.link.line in line_part and r.line is not None:
+            # `[[#H]]` moved into a part, to a heading the hub keeps: it names the hub now
+            new = _retarget(r.link, part_paths[line_part[r.link.line]], note.path, dn.id if dn else None, internal=True)
+            if new:
+                own.append((r.link.line, r.link.col, r.link.raw, new))
 
     new_lines = list(lines)
     bom = b""
