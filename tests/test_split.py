@@ -213,6 +213,19 @@ def test_a_link_moved_into_a_part_to_a_heading_the_hub_keeps_names_the_hub(tmp_p
         v.close()
 
 
+def test_a_heading_numbered_anew_in_its_part_is_linked_by_its_new_anchor(tmp_path):
+    body = "".join("# A\n\n" + "Lorem ipsum dolor sit amet.\n" * 200 for _ in range(4))  # anchors a, a-1, a-2, a-3
+    v = _vault(tmp_path, {"notes/Big.md": body, "notes/O.md": "[x](Big.md#a-2) [y](Big.md#a)\n"}, quiet=0)
+    try:
+        res = v.split_note("Big")
+        assert res["parts"] == ["notes/Big - A.md", "notes/Big - A 2.md"]  # two sections a part
+        o = (v.root / "notes/O.md").read_text()  # the third A is the first of the second part
+        assert o == "[x](Big%20-%20A%202.md#a) [y](Big%20-%20A.md#a)\n", o
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
 def test_awkward_notes_split_cleanly_or_are_refused_clearly(tmp_path):
     body = "".join(f"## Section {i}\n\n" + "Lorem ipsum dolor sit amet, words words.\n" * 60 for i in range(8))
     files = {

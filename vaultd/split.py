@@ -34,6 +34,7 @@ from pathlib import Path
 from .config import Split
 from .graph import Graph
 from .note import Heading, Note, headings_of
+from .parse.common import github_slug
 from .parse.denote import parse_name
 from .state import write_atomic
 
@@ -202,13 +203,28 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             line_part[ln] = i
     plan = Plan(note=note.path, parts=part_paths, oversized=oversized)
 
+    # Markdown anchors are numbered per file (`a`, `a-1`, ...): a heading's own in its part
+    renumbered: dict[int, tuple[str, str]] = {}  # line -> (anchor in the note, anchor in its part)
+    if not org:
+        seen: dict[tuple[int, str], int] = {}
+        for h in heads:
+            if h.line in line_part:
+                slug = github_slug(h.text)
+                k = seen[(line_part[h.line], slug)] = seen.get((line_part[h.line], slug), -1) + 1
+                if h.anchor != (mine := f"{slug}-{k}" if k else slug):
+                    renumbered[h.line] = (h.anchor, mine)
+
+    def anchor_in_part(r) -> str | None:
+        old, mine = renumbered.get(r.line, (None, None))
+        return mine if old is not None and r.link.anchor == old else None
+
     # Rewrite links: from other notes into moved headings/blocks; and the note's own
     edits: dict[str, list[tuple[int, int, str, str]]] = {}  # path -> (line, col, old raw, new raw)
     for src, r in graph.backlinks(note.path, anchored=True):  # a link to the note itself stays as it is
         if r.line is None or r.line not in line_part or r.link.kind == "id":
             continue
         target = part_paths[line_part[r.line]]
-        new = _retarget(r.link, src, target, ids[line_part[r.line]] if ids else None)
+        new = _retarget(r.link, src, target, ids[line_part[r.line]] if ids else None, anchor=anchor_in_part(r))
         if new and new != r.link.raw:
             edits.setdefault(src, []).append((r.link.line, r.link.col, r.link.raw, new))
     own = []  # the note's links to its own headings, from wherever they end up
@@ -216,10 +232,10 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         if r.target == note.path and r.line in line_part and r.link.kind != "id":
             here = line_part.get(r.link.line)
             # `[[#H]]` stays valid within one part; `[[Note#H]]` names the note, which is now the hub
-            if here != line_part[r.line] or r.link.kind != "internal":
+            if here != line_part[r.line] or r.link.kind != "internal" or anchor_in_part(r):
                 tgt = part_paths[line_part[r.line]]
                 new = _retarget(r.link, part_paths[here] if here is not None else note.path, tgt,
-                                ids[line_part[r.line]] if ids else None, internal=True)
+                                ids[line_part[r.line]] if ids else None, internal=True, anchor=anchor_in_part(r))
                 if new:
                     own.append((r.link.line, r.link.col, r.link.raw, new))
         elif r.target == note.path and r.link.kind == "internal" and r.link.line in line_part and r.line is not None:
@@ -273,10 +289,12 @@ _MD_DEST = re.compile(r"(!?\[.*\]\()(\s*)(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^
 """A Markdown link up to its destination: (![label]( , blanks, destination)."""
 
 
-def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False) -> str | None:
-    """The link text pointing at `target` (a part) instead, same anchor and label."""
+def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False,
+              anchor: str | None = None) -> str | None:
+    """The link text pointing at `target` (a part) instead, same label, same anchor (or
+    `anchor`, the heading's own in the part when it is numbered anew there)."""
     k = link.kind
-    anchor = link.anchor
+    old_anchor, anchor = link.anchor, anchor or link.anchor
     if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
             not any(c.isspace() for c in link.label.split("#")[0]):
         # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
@@ -288,7 +306,10 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
         # a Markdown [label](#anchor) stays a Markdown link: a vault of them may read no other kind
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         cut = link.raw.rindex("](")  # its label and #anchor kept as written
-        return f"{link.raw[:cut]}]({urllib.parse.quote(rel)}{link.raw[cut + 2 : -1]})"
+        rest = link.raw[cut + 2 : -1]
+        if anchor != old_anchor:
+            rest = rest.replace(f"#{old_anchor}", f"#{anchor}", 1)
+        return f"{link.raw[:cut]}]({urllib.parse.quote(rel)}{rest})"
     if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
         name = posixpath.basename(target).rsplit(".", 1)[0]
         if "/" in link.target:
