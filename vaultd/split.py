@@ -34,8 +34,9 @@ from pathlib import Path
 from .config import Split
 from .graph import Graph
 from .note import Heading, Note, headings_of
-from .parse.common import github_slug
+from .parse.common import github_slug, numbered
 from .parse.denote import parse_name
+from .parse.links import _MDLINK
 from .state import write_atomic
 
 logger = logging.getLogger("vaultd.split")
@@ -206,12 +207,11 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     # Markdown anchors are numbered per file (`a`, `a-1`, ...): a heading's own in its part
     renumbered: dict[int, tuple[str, str]] = {}  # line -> (anchor in the note, anchor in its part)
     if not org:
-        seen: dict[tuple[int, str], int] = {}
+        seen: list[dict[str, int]] = [{} for _ in chunks]  # each part's slugs so far
         for h in heads:
             if h.line in line_part:
-                slug = github_slug(h.text)
-                k = seen[(line_part[h.line], slug)] = seen.get((line_part[h.line], slug), -1) + 1
-                if h.anchor != (mine := f"{slug}-{k}" if k else slug):
+                mine = numbered(github_slug(h.text), seen[line_part[h.line]])
+                if h.anchor != mine:
                     renumbered[h.line] = (h.anchor, mine)
 
     def anchor_in_part(r) -> str | None:
@@ -285,10 +285,6 @@ def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -
     return (text[: col - 1] + new + text[col - 1 + len(old) :]).encode()
 
 
-_MD_DEST = re.compile(r"(!?\[.*\]\()(\s*)(<[^<>\n]*>|[^\s()<>]*(?:\([^\s()]*\)[^\s()<>]*)*)", re.DOTALL)
-"""A Markdown link up to its destination: (![label]( , blanks, destination)."""
-
-
 def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False,
               anchor: str | None = None) -> str | None:
     """The link text pointing at `target` (a part) instead, same label, same anchor (or
@@ -319,15 +315,14 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
         return f"{bang}[[{name}#{anchor}{label}]]"
     if k == "md":
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        frag = f"#{anchor}" if anchor else ""
-        m = _MD_DEST.match(link.raw)
+        m = _MDLINK.match(link.raw, link.raw.startswith("!"))  # the parser's own reading of it
         if m is None:
             return None
-        if m.group(3).startswith("<"):
-            dest = f"<{rel}{frag}>"
+        if m.group(2).startswith("<"):
+            dest = f"<{rel}#{anchor}>" if anchor else f"<{rel}>"
         else:
             dest = urllib.parse.quote(rel) + (f"#{urllib.parse.quote(anchor)}" if anchor else "")
-        return m.group(1) + m.group(2) + dest + link.raw[m.end(3) :]  # its "!", label and title kept
+        return link.raw[: m.start(2)] + dest + link.raw[m.end(2) :]  # its "!", label and title kept
     if k == "file" or (internal and k == "internal"):
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         desc = f"[{link.label}]" if link.label else ""

@@ -178,7 +178,8 @@ def _parse(argv: list[str]):
     without that word), which argparse would take for options (`-notes` as `-n otes`):
     they stand in argv as words it cannot take for options, and come back in the order
     typed. A misspelt `--option` is still an error."""
-    cmd, at = _command(argv), _command_at(argv)
+    at = _command_at(argv)
+    cmd = None if at is None else argv[at]
     p = _parser(cmd)
     words: dict[str, str] = {}
     if cmd in ("search", "context") and at is not None:

@@ -43,6 +43,14 @@ def github_slug(text: str) -> str:
     return _SLUG_DROP.sub("", text).replace(" ", "-")
 
 
+def numbered(slug: str, seen: dict[str, int]) -> str:
+    """GitHub's anchor for the next heading of `slug` in a file (`a`, then `a-1`, `a-2`, ...);
+    `seen` counts the file's slugs so far."""
+    k = seen.get(slug, 0)
+    seen[slug] = k + 1
+    return f"{slug}-{k}" if k else slug
+
+
 def is_scalar(value) -> bool:
     """A front matter value that reads as one piece of text: not a list or mapping (never
     made text: YAML aliases can nest one nine deep in 300 bytes, a billion items as text),

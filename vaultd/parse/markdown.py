@@ -9,7 +9,7 @@ import re
 import frontmatter
 
 from ..note import Heading
-from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, split_tags
+from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, numbered, split_tags
 
 # Every pattern here stops at the next bracket or space run it cannot use, so no line costs
 # the square of its length (a 24 KB heading of "[[" froze the daemon for 7 s).
@@ -70,14 +70,11 @@ def parse(text: str) -> MarkdownFacts:
             continue
         h = _ATX.match(line)
         if h:
-            text_ = _atx_text(h.group(2) or "")
+            text_ = _atx_text(h.group(2))
             if "[" in text_:  # both link forms need one
                 text_ = _HEADING_LINK.sub(lambda m: m.group(1) or m.group(2) or "", text_)
             text_ = text_.strip()
-            slug = github_slug(text_)
-            seen = slugs.get(slug, 0)
-            slugs[slug] = seen + 1
-            out.headings.append(Heading(len(h.group(1)), text_, n, f"{slug}-{seen}" if seen else slug))
+            out.headings.append(Heading(len(h.group(1)), text_, n, numbered(github_slug(text_), slugs)))
             continue
         if "#" in line:
             tags.extend(_TAG.findall(_INLINE_CODE.sub("", line) if "`" in line else line))

@@ -64,35 +64,21 @@ def parse(text: str) -> OrgFacts:
 
 
 def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
-    """The lines orgparse needs, with their 1-based numbers: most of a note is prose that
-    orgparse would only scan for timestamps, clocks and drawers we never read.
-
-    Leaving a line out changes nothing when orgparse would have ignored it. Every heading
-    is kept, and so is the line after it (orgparse reads SCHEDULED/DEADLINE only there).
-    Lines are numbered as everywhere else: split at line ends only.
+    """The lines the heading reader needs, with their 1-based numbers: headings, #+
+    keywords and drawer lines; most of a note is prose it would only pass over.
+    Lines are numbered as everywhere else: split at line ends only (splitlines would also
+    cut at form feeds and U+2028, and number every later line wrong).
     """
     lines: list[str] = []
     numbers: list[int] = []
-    after_heading = False
-    rows = text.split("\n")  # as the file's lines are numbered everywhere (splitlines would also
-    if rows[-1] == "":  # cut at form feeds and U+2028, and number every later line wrong)
-        rows.pop()
-    for n, line in enumerate(rows, 1):
-        if not line:  # blank: kept only after a heading
-            if after_heading:
-                lines.append(line)
-                numbers.append(n)
-            after_heading = False
-            continue
-        heading = line[0] == "*" and _NODE_HEADER.match(line) is not None
-        if heading or after_heading or (
+    for n, line in enumerate(text.split("\n"), 1):
+        if line and (
+            (line[0] == "*" and _NODE_HEADER.match(line) is not None)
             # every pattern below needs one of these characters; most prose has none
-            (":" in line or "#" in line or "-" in line)
-            and (_ORGPARSE_LINE.search(line) or _DRAWER_LINE.match(line))
+            or (":" in line or "#" in line) and (_ORGPARSE_LINE.search(line) or _DRAWER_LINE.match(line))
         ):
             lines.append(line)
             numbers.append(n)
-        after_heading = heading
     return lines, numbers
 
 
