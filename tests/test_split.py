@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import wait_for
 from vaultd.config import Config
+from vaultd.note import headings_of
 from vaultd.vault import Vault
 
 OLD = time.time() - 3600
@@ -274,10 +275,14 @@ def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
                           "ref.org": "[[file:20250101T000000--big-org__kw.org::*Head 3][x]] [[denote:20250101T000000::#h4][y]]\n"},
                quiet=0)
     try:
+        made = time.strftime("%Y%m%dT%H%M%S", time.localtime(time.time() - 1))
         res = v.split_note("20250101T000000")
-        for p in res["parts"]:
-            assert Path(p).name.startswith("2025010") and Path(p).name.endswith("__kw.org")
-            assert v.notes[p].id and v.notes[p].tags == ["kw"]
+        ids = [v.notes[p].id for p in res["parts"]]
+        for p, ident in zip(res["parts"], ids):
+            # an identifier as Denote gives a note made now, not the note's own plus a second
+            assert Path(p).name.startswith(ident + "--") and Path(p).name.endswith("__kw.org")
+            assert ident >= made and v.notes[p].tags == ["kw"]
+        assert len(set(ids)) == len(ids)
         assert v.broken()["total"] == 0
         assert "denote:20250101T000000" not in (v.root / "ref.org").read_text()
     finally:
@@ -420,4 +425,94 @@ def test_read_only_files_are_never_split(tmp_path):
         assert _tree(v.root) == before
     finally:
         os.chmod(v.root / "notes", 0o755)
+        v.close()
+
+
+def _org_big(head: str = "", n: int = 5, props=lambda i: f":PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n") -> str:
+    return head + "".join(f"* Head {i}\n{props(i)}" + "text line here for the org note\n" * 120 for i in range(n))
+
+
+def _where(v: Vault, src: str) -> list[tuple[str | None, int | None, str | None]]:
+    """Where each link of `src` leads: (note, heading text, broken)."""
+    out = []
+    for r in v.graph.links(src):
+        head = next((h.text for h in headings_of(v.notes[r.target]) if h.line == r.line), None) if r.target else None
+        out.append((r.target, head, r.broken))
+    return out
+
+
+def test_a_shared_denote_identifier_never_makes_the_parts_links_ambiguous(tmp_path):
+    # an exported draft elsewhere carries the same identifier: `denote:ID` names two notes
+    name = "20250101T000000--big__kw.org"
+    v = _vault(tmp_path, {f"notes/{name}": _org_big("#+title: Big\n\n"), f"drafts/{name}": "#+title: Big draft\n",
+                          "notes/ref.org": f"[[file:{name}::*Head 3][x]]\n"}, quiet=0)
+    try:
+        before = v.broken()["total"]
+        res = v.split_note(f"notes/{name}")
+        assert v.broken()["total"] == before
+        for p in res["parts"]:
+            back = [r for r in v.graph.links(p) if r.target == f"notes/{name}"]
+            assert back and not any(r.broken for r in v.graph.links(p))
+        assert not any(r.broken for r in v.graph.links(f"notes/{name}"))  # the hub's list
+        assert _where(v, "notes/ref.org")[0][1] == "Head 3"
+    finally:
+        v.close()
+
+
+def test_a_denote_link_to_a_note_known_by_its_identifier_keyword_follows_the_heading(tmp_path):
+    v = _vault(tmp_path, {"big.org": _org_big("#+title: Big\n#+identifier: 20240101T101010\n\n"),
+                          "ref.org": "[[denote:20240101T101010::#h3][three]] [[denote:20240101T101010][whole]]\n"},
+               quiet=0)
+    try:
+        res = v.split_note("big.org")
+        (part, head, broken), (whole, _, _) = _where(v, "ref.org")
+        assert part in res["parts"] and head == "Head 3" and broken is None
+        assert whole == "big.org"  # the whole note: the hub
+        assert "20240101T101010::#h3" not in (v.root / "ref.org").read_text()
+    finally:
+        v.close()
+
+
+def test_an_id_link_to_a_heading_of_an_org_roam_note_follows_the_heading(tmp_path):
+    head = ":PROPERTIES:\n:ID:       5b9a-file\n:END:\n#+title: Roam\n\n"
+    v = _vault(tmp_path, {"roam.org": _org_big(head, props=lambda i: ""),
+                          "ref.org": "[[id:5b9a-file::*Head 3][three]] [[id:5b9a-file][whole]]\n"}, quiet=0)
+    try:
+        res = v.split_note("roam.org")
+        (part, head3, broken), (whole, _, _) = _where(v, "ref.org")
+        assert part in res["parts"] and head3 == "Head 3" and broken is None
+        assert whole == "roam.org"
+        # each part is an org-roam node of its own
+        assert all(v.notes[p].uuids and "5b9a-file" not in v.notes[p].uuids for p in res["parts"])
+    finally:
+        v.close()
+
+
+def test_a_split_that_would_retarget_a_link_is_refused_and_listed_with_why(tmp_path):
+    # `[[big - Head 1]]` is broken today; the part `big - Head 1.md` would capture it
+    big = "".join(f"# Head {i}\n\n" + "text line here for the markdown note\n" * 380 for i in range(4))
+    v = _vault(tmp_path, {"big.md": big, "ref.md": "see [[big - Head 1]]\n"}, quiet=0)
+    try:
+        before = _tree(v.root)
+        with pytest.raises(Exception, match="would change where links lead.*big - Head 1"):
+            v.split_note("big.md")
+        assert _tree(v.root) == before
+        why = {c["path"]: c["why"] for c in v.split_candidates()["cannot"]}
+        assert "would change where links lead" in why["big.md"]
+    finally:
+        v.close()
+
+
+def test_part_names_are_plain_text_without_doubled_blanks_and_bounded(tmp_path):
+    heads = ["*Bold* and =code= [[https://x.org][a link]]", "[[Other|labelled]]  two   blanks", "`tick` ~strike~ -- end -",
+             "가" * 200]
+    big = "".join(f"# {h}\n\n" + "text line here for the markdown note\n" * 380 for h in heads)
+    v = _vault(tmp_path, {"big.md": big, "Other.md": "x\n"}, quiet=0)
+    try:
+        res = v.split_note("big.md")
+        names = [Path(p).name for p in res["parts"]]
+        assert names[0] == "big - Bold and code a link.md" and names[1] == "big - labelled two blanks.md"
+        assert names[2] == "big - tick strike -- end.md"
+        assert all("  " not in n and len(n.encode()) <= 200 for n in names)
+    finally:
         v.close()

@@ -368,6 +368,36 @@ class Graph:
                 if not lst:
                     del table[k]
 
+    # -- what if ----------------------------------------------------------------
+
+    def what_if(self, changed: dict[str, Note]) -> "Graph":
+        """A resolver over the vault as it would be with the `changed` notes written (new
+        or replaced): the lookup tables copied and updated, nothing resolved (call
+        `resolve`). The splitter checks a plan against it before writing a byte."""
+        with self._lock:
+            g = Graph()
+            g.notes = {**self.notes, **changed}
+            g._by_path = dict(self._by_path)
+            for name in ("_by_stem", "_by_alias", "_by_id", "_by_uuid"):
+                setattr(g, name, defaultdict(list, {k: list(v) for k, v in getattr(self, name).items()}))
+            for p, n in changed.items():
+                if p in self.notes:
+                    g._unindex(self.notes[p])
+                g._index(n)
+        return g
+
+    def with_id(self, ident: str) -> list[str]:
+        """The notes with this Denote identifier (more than one: a `denote:` link to it is ambiguous)."""
+        with self._lock:
+            return list(self._by_id.get(ident, ()))
+
+    def depending(self, notes: Iterable[Note]) -> set[str]:
+        """Sources with a link whose resolution looks up a name, alias, identifier or ID
+        that one of `notes` answers to: where they lead may change when those notes appear."""
+        keys = {k for n in notes for k in _keys(n)}
+        with self._lock:
+            return {src for src, deps in self._src_deps.items() if not keys.isdisjoint(deps)}
+
     # -- resolution -------------------------------------------------------------
 
     def resolve(self, src: Note, link: Link, folder: str | None = None) -> Dest:

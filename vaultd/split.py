@@ -28,12 +28,14 @@ import re
 import signal
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Split
 from .graph import Graph
-from .note import Heading, Note, headings_of
+from .note import ID_ANCHOR, Heading, Note, headings_of, links_of
+from .parse import parse_file
 from .parse.common import github_slug, numbered
 from .parse.denote import parse_name
 from .parse.links import _MDLINK
@@ -68,6 +70,8 @@ class Plan:
     """Links rewritten (in other notes and in the note itself)."""
     oversized: list[str] = field(default_factory=list)
     """Sections that could not be cut under the threshold (left whole, reported)."""
+    line_map: dict[int, tuple[str, int]] = field(default_factory=dict)
+    """Each line of the note: the file and line it is at after the split."""
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -123,32 +127,51 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
     return chunks, oversized
 
 
-def _fresh_ids(start: str, taken: set[str], n: int) -> list[str]:
-    """n Denote identifiers after `start` (seconds later), none already used in the vault."""
-    try:
-        t = time.mktime(time.strptime(start, "%Y%m%dT%H%M%S"))
-    except (ValueError, OverflowError):  # an impossible date in the name: count from now
-        t = time.time()
+def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
+    """n Denote identifiers as Denote gives a note created now (the time, a second later
+    while one is taken), none already used in the vault."""
+    t = int(time.time() if now is None else now)
     out: list[str] = []
     while len(out) < n:
-        t += 1
         ident = time.strftime("%Y%m%dT%H%M%S", time.localtime(t))
         if ident not in taken and ident not in out:  # `taken` is left as it is: callers share it
             out.append(ident)
+        t += 1
     return out
 
 
+_LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/]+|[_+/]+(?!\w)")
+
+
+def plain(text: str) -> str:
+    """A heading as readable text: links reduced to their label (`[[a|b]]`, `[[a][b]]`,
+    `[b](a)` to b), emphasis marks dropped, runs of blanks made one."""
+    def label(m: re.Match) -> str:
+        if m.group(2) is not None:
+            return m.group(2)
+        t = m.group(1)
+        return t.split("|", 1)[1] if "|" in t else t
+    return " ".join(_EMPHASIS.sub("", _LINK_TEXT.sub(label, text)).split())
+
+
 def _slug(text: str) -> str:
-    return _cut(_SLUG.sub("-", text.casefold()).strip("-"), 60).strip("-") or "part"
+    return _cut(_SLUG.sub("-", plain(text).casefold()).strip("-"), 60).strip("-") or "part"
 
 
-def _cut(text: str, chars: int) -> str:
-    """At most `chars` characters and 120 UTF-8 bytes (a file name holds 255 bytes, and
-    the temporary name it is written through more), no blank at the end."""
+def _cut(text: str, chars: int, limit: int = 120) -> str:
+    """At most `chars` characters and `limit` UTF-8 bytes (a file name holds 255 bytes, and
+    the temporary name it is written through more), no blank or separator at the end."""
     text = text[:chars]
-    while len(text.encode()) > 120:
+    while len(text.encode()) > limit:
         text = text[:-1]
-    return text.rstrip()
+    return text.rstrip(" -.")
+
+
+def _name_part(title: str) -> str:
+    """A heading as a piece of a file name: its plain text, what no file name or link may
+    hold made blanks, blanks made one."""
+    return " ".join(_UNSAFE.sub(" ", plain(title)).split())
 
 
 def taken(graph: Graph) -> tuple[set[str], set[str]]:
@@ -156,10 +179,15 @@ def taken(graph: Graph) -> tuple[set[str], set[str]]:
     return {n.id for n in graph.notes.values() if n.id}, {p.casefold() for p in graph.notes}
 
 
+NAME_BYTES = 200
+"""A part's file name at most: the temporary name it is written through adds a dot, the pid and .tmp."""
+
+
 def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                read=lambda p: (Path(p)).read_bytes(), names_taken: tuple[set[str], set[str]] | None = None) -> Plan:
-    """What splitting `note` (whose file holds `data`) would write. Raises SplitError.
-    `names_taken`: `taken(graph)`, when the caller plans many notes (it reads every note)."""
+    """What splitting `note` (whose file holds `data`) would write, checked (see `verify`).
+    Raises SplitError. `names_taken`: `taken(graph)`, when the caller plans many notes
+    (it reads every note)."""
     if note.problems:
         raise SplitError(f"{note.path} has parse problems: {note.problems[0]}")
     if len(data) <= cfg.threshold:
@@ -179,7 +207,12 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if not org and not dn and any(c in stem for c in "#|[]^"):
         raise SplitError(f"{note.path}: its name holds one of # | [ ] ^, which a wikilink to its parts cannot")
     ids_taken, existing = names_taken or taken(graph)
-    ids = _fresh_ids(dn.id, ids_taken, len(chunks)) if dn else []
+    # Parts of a note with an identifier get their own, as Denote gives a note made now
+    ids = _fresh_ids(ids_taken, len(chunks)) if (dn or note.id) else []
+    # Parts of an Org note with a file-level :ID: (org-roam) get their own too
+    heading_ids = {b.id[len(ID_ANCHOR):] for b in note.blocks if b.id.startswith(ID_ANCHOR)}
+    file_uuid = next((u for u in note.uuids if u not in heading_ids), None) if org else None
+    uuids = [str(uuid.uuid4()) for _ in chunks] if file_uuid else []
     names: list[str] = []
     for i, (_, _, title) in enumerate(chunks):
         if dn:
@@ -189,7 +222,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             if "." in stem and not any(c.isspace() for c in stem):  # a Dendron hierarchy: a child note
                 base = f"{stem}.{_slug(title)}"
             else:
-                base = f"{stem} - {_cut(_UNSAFE.sub(' ', title).strip(), 80) or 'part'}"
+                room = max(40, NAME_BYTES - 20 - len(stem.encode()))
+                base = f"{stem} - {_cut(_name_part(title), 80, room) or 'part'}"
+            base = base if len(base.encode()) <= NAME_BYTES else _cut(base, NAME_BYTES, NAME_BYTES)
             name, k = base + ext, 2
             while (posixpath.join(folder, name).casefold() in existing or name.casefold() in map(str.casefold, names)
                    or os.path.lexists(vault / folder / name)):
@@ -218,29 +253,36 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         old, mine = renumbered.get(r.line, (None, None))
         return mine if old is not None and r.link.anchor == old else None
 
+    def follows(r) -> bool:
+        """Whether a link leads wherever its target's text goes without a rewrite: an `id:`
+        link with no anchor names a heading's own :ID:, which moves with the heading."""
+        return r.link.kind == "id" and not r.link.anchor
+
+    def to(i: int) -> dict:
+        return {"target": part_paths[i], "new_id": ids[i] if ids else None, "new_uuid": uuids[i] if uuids else None}
+
     # Rewrite links: from other notes into moved headings/blocks; and the note's own
     edits: dict[str, list[tuple[int, int, str, str]]] = {}  # path -> (line, col, old raw, new raw)
     for src, r in graph.backlinks(note.path, anchored=True):  # a link to the note itself stays as it is
-        if r.line is None or r.line not in line_part or r.link.kind == "id":
+        if r.line is None or r.line not in line_part or follows(r):
             continue
-        target = part_paths[line_part[r.line]]
-        new = _retarget(r.link, src, target, ids[line_part[r.line]] if ids else None, anchor=anchor_in_part(r))
+        new = _retarget(r.link, src, **to(line_part[r.line]), anchor=anchor_in_part(r))
         if new and new != r.link.raw:
             edits.setdefault(src, []).append((r.link.line, r.link.col, r.link.raw, new))
     own = []  # the note's links to its own headings, from wherever they end up
     for r in graph.links(note.path):
-        if r.target == note.path and r.line in line_part and r.link.kind != "id":
+        if r.target == note.path and r.line in line_part and not follows(r):
             here = line_part.get(r.link.line)
             # `[[#H]]` stays valid within one part; `[[Note#H]]` names the note, which is now the hub
             if here != line_part[r.line] or r.link.kind != "internal" or anchor_in_part(r):
-                tgt = part_paths[line_part[r.line]]
-                new = _retarget(r.link, part_paths[here] if here is not None else note.path, tgt,
-                                ids[line_part[r.line]] if ids else None, internal=True, anchor=anchor_in_part(r))
+                new = _retarget(r.link, part_paths[here] if here is not None else note.path,
+                                **to(line_part[r.line]), internal=True, anchor=anchor_in_part(r))
                 if new:
                     own.append((r.link.line, r.link.col, r.link.raw, new))
         elif r.target == note.path and r.link.kind == "internal" and r.link.line in line_part and r.line is not None:
             # `[[#H]]` moved into a part, to a heading the hub keeps: it names the hub now
-            new = _retarget(r.link, part_paths[line_part[r.link.line]], note.path, dn.id if dn else None, internal=True)
+            hub_id = dn.id if dn else None
+            new = _retarget(r.link, part_paths[line_part[r.link.line]], note.path, hub_id, internal=True)
             if new:
                 own.append((r.link.line, r.link.col, r.link.raw, new))
 
@@ -252,17 +294,26 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         new_lines[ln - 1] = _replace_at(new_lines[ln - 1], col, old, new, note.path, ln)
     plan.rewritten = len(own)
 
-    title = note.title
+    # The parts' back link and the hub's list: by identifier only where it names one note
+    unique_id = bool(dn) and len(graph.with_id(dn.id)) <= 1
+    markdown = not org and _markdown_style(r.link for r in graph.links(note.path))
+    title = plain(note.title) or stem
+    line_map: dict[int, tuple[str, int]] = {}  # original line -> (file, line) after the split
     for i, (first, end, head) in enumerate(chunks):
         body = b"".join(new_lines[first:end])
-        header = _part_header(org, head, note, ids[i] if ids else None, dn, stem, title)
+        header = _part_header(org, plain(head) or "part", note, ids[i] if ids else None,
+                              uuids[i] if uuids else None, dn.id if unique_id else None, stem, title, markdown)
+        at = header.count(b"\n")
+        line_map.update({ln: (part_paths[i], at + ln - first) for ln in range(first + 1, end + 1)})
         plan.changes.append(FileChange(part_paths[i], None, header + body))
     hub = bom + b"".join(new_lines[: chunks[0][0]])
     if hub and not hub.endswith(b"\n"):
         hub += b"\n"
-    hub += _hub_list(org, part_paths, chunks, ids, folder,
-                     not org and _markdown_style(r.link for r in graph.links(note.path)))
+    line_map.update({ln: (note.path, ln) for ln in range(1, chunks[0][0] + 1)})
+    hub += _hub_list(org, part_paths, chunks, ids if dn else [], markdown)
     tail_start = chunks[-1][1]
+    at = hub.count(b"\n")
+    line_map.update({ln: (note.path, at + ln - tail_start) for ln in range(tail_start + 1, len(lines) + 1)})
     hub += b"".join(new_lines[tail_start:])  # nothing normally; kept so no byte is lost
     for src, items in edits.items():
         before = read(vault / src)
@@ -272,7 +323,91 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         plan.changes.append(FileChange(src, before, b"".join(text_lines)))
         plan.rewritten += len(items)
     plan.changes.append(FileChange(note.path, data, hub))
+    plan.line_map = line_map
+    problems = verify(plan, graph)
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise SplitError(f"{note.path}: the split would change where links lead: {'; '.join(problems[:3])}{more}")
     return plan
+
+
+def verify(plan: Plan, graph: Graph) -> list[str]:
+    """Every link the split can affect, resolved against the vault as it will be and
+    compared with where it leads now: the same note (the hub, or the part that now holds
+    the text) and the same heading or block, or broken for the same reason. The links
+    the split adds (the parts' back links, the hub's list) must lead to the hub and to
+    each part. Returns what would differ, empty when nothing does."""
+    note, line_map = plan.note, plan.line_map
+    after = {c.path: parse_file(c.path, c.after) for c in plan.changes}
+    new = graph.what_if(after)
+    problems: list[str] = []
+
+    def expect(d, link, here: str) -> tuple:
+        """Where a link that led to `d` must lead from `here`, the file that holds it now."""
+        if d.broken:
+            return (None, None, d.broken)
+        if link.kind == "internal" and d.line is None:  # an Org text search: within its own file
+            return (here, None, None)
+        if d.target == note and d.line is not None:
+            return (*line_map[d.line], None)
+        return (d.target, d.line, None)
+
+    def show(t: tuple) -> str:
+        return f"broken ({t[2]})" if t[2] else f"{t[0]}" + (f":{t[1]}" if t[1] else "")
+
+    def check(src: str, link, was: tuple, now) -> None:
+        got = (now.target, now.line, now.broken) if now.broken is None else (None, None, now.broken)
+        if got != was:
+            problems.append(f"{src}:{link.line}: {link.raw} would lead to {show(got)}, not {show(was)}")
+
+    def by_line(items, line=lambda link: link.line) -> dict[int, list]:
+        out: dict[int, list] = {}
+        for it in items:
+            out.setdefault(line(it), []).append(it)
+        return out
+
+    # Links in the files the split writes: each matched with the one it was, by line and order
+    moved: dict[tuple[str, int], int] = {where: ln for ln, where in line_map.items()}
+    old_links = {p: by_line(graph.links(p), lambda r: r.link.line) for p in after if p in graph.notes}
+    parts = {p: i for i, p in enumerate(plan.parts)}
+    for path, n in after.items():
+        for ln, links in by_line(links_of(n)).items():
+            if (path, ln) in moved:
+                orig_path, orig_ln = note, moved[(path, ln)]
+            elif path in parts or path == note:  # a line the split adds: a back link, the hub's list
+                for link in links:
+                    i = _listed(link, plan.parts)
+                    want = note if path in parts else plan.parts[i] if i is not None else None
+                    if want is None:
+                        problems.append(f"{path}:{ln}: {link.raw} is not a link the split means to write")
+                    else:
+                        check(path, link, (want, None, None), new.resolve(n, link))
+                continue
+            else:
+                orig_path, orig_ln = path, ln
+            was = old_links.get(orig_path, {}).get(orig_ln, [])
+            if len(was) != len(links):
+                problems.append(f"{path}:{ln}: {len(links)} links where {orig_path}:{orig_ln} had {len(was)}")
+                continue
+            for link, r in zip(links, was):
+                check(path, link, expect(r.dest, link, path), new.resolve(n, link))
+    # Links elsewhere: into the note, or looking up a name, identifier or ID a new file answers to
+    for src in (graph.sources(note) | graph.depending(after.values())) - after.keys():
+        n = graph.notes.get(src)
+        for r in graph.links(src) if n is not None else ():
+            if r.link.kind != "url":
+                check(src, r.link, expect(r.dest, r.link, src), new.resolve(n, r.link))
+    return problems
+
+
+def _listed(link, parts: list[str]) -> int | None:
+    """Which part a link of the hub's list names (by file name, identifier or stem), if any."""
+    for i, p in enumerate(parts):
+        name = posixpath.basename(p)
+        if link.target in (name, name.rsplit(".", 1)[0], urllib.parse.unquote(name)) or \
+                (link.kind == "denote" and name.startswith(link.target + "--")):
+            return i
+    return None
 
 
 def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -> bytes:
@@ -285,10 +420,12 @@ def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -
     return (text[: col - 1] + new + text[col - 1 + len(old) :]).encode()
 
 
-def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = False,
-              anchor: str | None = None) -> str | None:
+def _retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: str | None = None,
+              internal: bool = False, anchor: str | None = None) -> str | None:
     """The link text pointing at `target` (a part) instead, same label, same anchor (or
-    `anchor`, the heading's own in the part when it is numbered anew there)."""
+    `anchor`, the heading's own in the part when it is numbered anew there): in the same
+    syntax, naming the part as the link named the note (its identifier `new_id`, its
+    :ID: `new_uuid`), else by path."""
     k = link.kind
     old_anchor, anchor = link.anchor, anchor or link.anchor
     if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
@@ -330,18 +467,30 @@ def _retarget(link, src: str, target: str, new_id: str | None, internal: bool = 
     if k == "denote" and new_id:
         desc = f"[{link.label}]" if link.label else ""
         return f"[[denote:{new_id}::{anchor}]{desc}]"
+    if k == "id" and new_uuid:
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[id:{new_uuid}::{anchor}]{desc}]"
+    if k in ("denote", "id"):  # the part has no identifier of that kind: by its path
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[file:{rel}::{anchor}]{desc}]"
     return None
 
 
-def _part_header(org: bool, head: str, note: Note, ident: str | None, dn, stem: str, title: str) -> bytes:
+def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: str | None, hub_id: str | None,
+                 stem: str, title: str, markdown: bool) -> bytes:
+    """A part's title, tags and identifiers, then its back link to the hub (the line
+    `PART_HEADER` reads): by the hub's identifier only where that names one note."""
     tags = note.tags
+    name = posixpath.basename(note.path)
     if org:
-        out = [f"#+title:      {head}"]
+        out = [f":PROPERTIES:\n:ID:       {new_uuid}\n:END:"] if new_uuid else []
+        out.append(f"#+title:      {head}")
         if tags:
             out.append(f"#+filetags:   :{':'.join(tags)}:")
         if ident:
             out.append(f"#+identifier: {ident}")
-        back = f"[[denote:{dn.id}][{title}]]" if dn else f"[[file:{posixpath.basename(note.path)}][{title}]]"
+        back = f"[[denote:{hub_id}][{title}]]" if hub_id else f"[[file:{name}][{title}]]"
         return ("\n".join(out) + f"\n\nPart of {back}.\n\n").encode()
     fm = ["---", f"title: {json.dumps(head, ensure_ascii=False)}"]
     if tags:
@@ -349,7 +498,8 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, dn, stem: 
     if ident:
         fm.append(f'identifier: "{ident}"')
     fm.append("---")
-    return ("\n".join(fm) + f"\n\nPart of [[{stem}|{title}]].\n\n").encode()
+    back = f"[{title}]({urllib.parse.quote(name)})" if markdown else f"[[{stem}|{title}]]"
+    return ("\n".join(fm) + f"\n\nPart of {back}.\n\n").encode()
 
 
 def _markdown_style(links) -> bool:
@@ -359,10 +509,12 @@ def _markdown_style(links) -> bool:
     return bool(wiki) and not any(wiki)
 
 
-def _hub_list(org: bool, parts: list[str], chunks, ids, folder: str, markdown: bool = False) -> bytes:
+def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: bool = False) -> bytes:
+    """The hub's list of its parts, in order. `ids`: the parts' identifiers, for `denote:`
+    links (a Denote-named note's parts); else links by file name."""
     out = ["", "Parts:" if not org else "* Parts"]
     for i, p in enumerate(parts):
-        head = chunks[i][2]
+        head = plain(chunks[i][2]) or "part"
         name = posixpath.basename(p)
         if org:
             link = f"[[denote:{ids[i]}][{head}]]" if ids else f"[[file:{name}][{head}]]"
