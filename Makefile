@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 VAULT  ?= examples/vault
+SPLIT  ?=
 
 .PHONY: run test index bench clean
 
@@ -14,7 +15,7 @@ $(BIN)/vaultd: pyproject.toml
 	@touch $@
 
 run: $(BIN)/vaultd
-	$(BIN)/vaultd run --vault "$(VAULT)"
+	$(BIN)/vaultd run --vault "$(VAULT)" $(if $(SPLIT),--split "$(SPLIT)")
 
 test: $(BIN)/vaultd
 	$(BIN)/python -m pytest -q

@@ -40,6 +40,13 @@ def _vault(tmp_path, files: dict[str, str], **split):
     return vault
 
 
+def _grown(v: Vault, rel: str, text: str) -> None:
+    """`rel` grows to `text` while vaultd watches it (written, left quiet, indexed)."""
+    (v.root / rel).write_bytes(text.encode())
+    _age(v.root)
+    v.apply([rel])
+
+
 def _answers(sock: Path) -> bool:
     import socket
 
@@ -300,8 +307,9 @@ def test_no_headings_or_one_huge_section_is_reported_and_left_alone(tmp_path):
 
 
 def test_a_note_being_edited_is_never_split(tmp_path):
-    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=30)
+    v = _vault(tmp_path, {"notes/Big.md": "# Big\n\nsmall\n"}, quiet=30)
     try:
+        _grown(v, "notes/Big.md", _big_md())
         os.utime(v.root / "notes/Big.md")  # just changed
         assert v.auto_split() == []
         with pytest.raises(Exception, match="quiet"):
@@ -319,8 +327,9 @@ def test_a_note_being_edited_is_never_split(tmp_path):
 
 
 def test_an_undone_split_stays_undone_until_split_by_hand(tmp_path):
-    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    v = _vault(tmp_path, {"notes/Big.md": "# Big\n\nsmall\n"}, quiet=0)
     try:
+        _grown(v, "notes/Big.md", _big_md())
         before = _tree(v.root)
         [op] = v.auto_split()
         v.split_undo(op)
@@ -380,15 +389,17 @@ def test_sigkill_at_every_step_leaves_before_or_fully_split(tmp_path, short_dir,
     (steps 1-5: rolled back) or fully split (6)."""
     vault = tmp_path / "vault"
     (vault / "notes").mkdir(parents=True)
-    (vault / "notes/Big.md").write_text(_big_md())
+    (vault / "notes/Big.md").write_text("# Big\n\nsmall\n")
     (vault / "notes/Other.md").write_text("[[Big#Section 5]]\n")
+    where = ["--vault", str(vault), "--state-dir", str(tmp_path / "st")]
+    subprocess.run([sys.executable, "-m", "vaultd", "index", *where], check=True, capture_output=True)
+    (vault / "notes/Big.md").write_text(_big_md())  # it grew since vaultd last saw it: auto mode splits it
     _age(vault)
     before = _tree(vault)
     auto, propose = tmp_path / "auto.toml", tmp_path / "propose.toml"
     auto.write_text("[split]\nquiet = 0.0\n")
     propose.write_text("[split]\nmode = 'propose'\n")
-    args = [sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir", str(tmp_path / "st"),
-            "--socket", str(short_dir / "s.sock")]
+    args = [sys.executable, "-m", "vaultd", "run", *where, "--socket", str(short_dir / "s.sock")]
     proc = subprocess.Popen(args + ["--config", str(auto)], env={**os.environ, "VAULTD_SPLIT_CRASH_AFTER": str(step)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert proc.wait(timeout=60) == -signal.SIGKILL, "auto mode splits at once; the crash point kills it"
@@ -409,8 +420,9 @@ def test_sigkill_at_every_step_leaves_before_or_fully_split(tmp_path, short_dir,
 
 
 def test_read_only_files_are_never_split(tmp_path):
-    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0)
+    v = _vault(tmp_path, {"notes/Big.md": "# Big\n\nsmall\n", "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0)
     try:
+        _grown(v, "notes/Big.md", _big_md())
         before = _tree(v.root)
         os.chmod(v.root / "notes/Other.md", 0o444)  # a note the split would rewrite
         assert v.auto_split() == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .config import Config, default_config_path
+from .config import SPLIT_MODES, Config, default_config_path
 from .errors import ConfigError, IndexLocked, SocketInUse, VaultdError
 
 EXIT_CONFIG = 2
@@ -58,12 +58,19 @@ def cli():
     """vaultd keeps a live index of a Denote/Org/Markdown vault and answers `vaultq`."""
 
 
+_split_option = click.option(
+    "--split", type=click.Choice(SPLIT_MODES),
+    help="Auto-split: auto splits notes that grow past the threshold while vaultd runs and only "
+         "proposes those already over it; propose only proposes; off neither [VAULTD_SPLIT; config: split.mode].")
+
+
 @cli.command()
 @common
 @click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
-def run(config_path, vault, state_dir, log_level, socket):
+@_split_option
+def run(config_path, vault, state_dir, log_level, socket, split):
     """Run the daemon in the foreground (systemd: Type=notify)."""
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket)
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
     setup_logging(cfg.log_level)
     from .server import Server
 

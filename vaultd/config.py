@@ -60,9 +60,14 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A note whose inbound link labels hold all the query's words scores (1 + this) times."""
 
 
+SPLIT_MODES = ("auto", "propose", "off")
+
+
 class Split(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     mode: str = "auto"
-    """auto: split on its own; propose: only list candidates; off."""
+    """auto: split a note that grows past the threshold while vaultd watches it, and only
+    propose those already over it when first seen; propose: only propose; off: neither.
+    `vaultd run --split MODE` and VAULTD_SPLIT override it."""
     threshold: int = 15360
     """Notes larger than this many bytes are split into parts of at most this size."""
     warn: int = 8192
@@ -122,9 +127,13 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         except msgspec.DecodeError as e:
             raise ConfigError(f"not valid TOML: {e}", str(path)) from None
 
-    def with_overrides(self, **flags) -> "Config":
-        """Return a copy with command-line flags (those not None) applied."""
+    def with_overrides(self, split: str | None = None, **flags) -> "Config":
+        """Return a copy with command-line flags (those not None) applied; `split` is the
+        split mode (over VAULTD_SPLIT, over the file)."""
         top = {k: v for k, v in flags.items() if v is not None}
+        mode = split or _default_split_mode()
+        if mode:
+            top["split"] = msgspec.structs.replace(self.split, mode=mode)
         return msgspec.structs.replace(self, **top) if top else self
 
     def load(self) -> "Config":
@@ -151,8 +160,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")
-        if self.split.mode not in ("auto", "propose", "off"):
-            raise ConfigError(f"split.mode: expected auto, propose or off, got {self.split.mode!r}")
+        if self.split.mode not in SPLIT_MODES:
+            raise ConfigError(f"split.mode (or --split, VAULTD_SPLIT): expected auto, propose or off, "
+                              f"got {self.split.mode!r}")
         if self.split.threshold < 1024:
             raise ConfigError(f"split.threshold: expected at least 1024 bytes, got {self.split.threshold}")
         for ext in w.extensions:
@@ -181,6 +191,10 @@ def _default_vault() -> str:
 
 def _default_state_dir() -> str:
     return os.environ.get("VAULTD_STATE_DIR", "")
+
+
+def _default_split_mode() -> str:
+    return os.environ.get("VAULTD_SPLIT", "")
 
 
 def _default_socket() -> str:

@@ -29,6 +29,7 @@ import signal
 import time
 import urllib.parse
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,7 +59,8 @@ class FileChange:
     path: str
     before: bytes | None
     """None: the file is created."""
-    after: bytes
+    after: bytes | None
+    """None: the file is removed."""
 
 
 @dataclass
@@ -530,8 +532,9 @@ def diff(plan: Plan) -> str:
     out = []
     for c in plan.changes:
         a = (c.before or b"").decode(errors="replace").splitlines(keepends=True)
-        b = c.after.decode(errors="replace").splitlines(keepends=True)
-        out += difflib.unified_diff(a, b, "/dev/null" if c.before is None else f"a/{c.path}", f"b/{c.path}")
+        b = (c.after or b"").decode(errors="replace").splitlines(keepends=True)
+        out += difflib.unified_diff(a, b, "/dev/null" if c.before is None else f"a/{c.path}",
+                                    "/dev/null" if c.after is None else f"b/{c.path}")
     return "".join(out)
 
 
@@ -616,19 +619,96 @@ class Journal:
         return out
 
 
+SPLIT, STALE = "split", "stale save"
+"""Journal entry kinds: a split; the duplicate a stale editor buffer made, removed."""
+
+
+def last_entries(journal: Journal) -> dict[str, dict]:
+    """Each note's last operation that took effect (done or undone), by note."""
+    # op names sort by time; an operation that never happened (aborted, rolled back) says nothing
+    return {e["note"]: e for e in journal.all() if e.get("note") and e.get("status") in ("done", "undone")}
+
+
 def kept_whole(journal: Journal) -> dict[str, str]:
-    """Notes whose last split was undone, with that split's op: the user wants them whole,
-    so auto mode never splits them again (a split by hand still does)."""
-    # op names sort by time; a split that never happened (aborted, rolled back) says nothing
-    last = {e["note"]: e for e in journal.all() if e.get("note") and e.get("status") in ("done", "undone")}
-    return {note: e["op"] for note, e in last.items() if e.get("status") == "undone"}
+    """Notes the user wants whole, with the op that says so: their last split was undone,
+    or a stale save put their text back whole. Auto mode never splits them again (a split
+    by hand still does)."""
+    return {note: e["op"] for note, e in last_entries(journal).items()
+            if (e.get("kind", SPLIT), e["status"]) in ((SPLIT, "undone"), (STALE, "done"))}
 
 
-def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
+def done_splits(journal: Journal) -> dict[str, str]:
+    """Notes split now (their last operation is a done split), with that op."""
+    return {note: e["op"] for note, e in last_entries(journal).items()
+            if e.get("kind", SPLIT) == SPLIT and e["status"] == "done"}
+
+
+def _read(p: Path) -> bytes | None:
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def stale_plan(entry: dict, vault: Path) -> Plan | None:
+    """When the hub of the done split `entry` was saved with the text its parts hold (an
+    editor's stale buffer of the whole note): the plan that removes the duplicate, so that
+    the vault is what the user saved. The parts, as the split wrote them, are removed and
+    the links rewritten to point into them are put back; the hub stays as saved. None when
+    the hub does not hold the parts' text again. Raises SplitError when that cannot be done
+    without losing an edit made since (a part or a rewritten line changed)."""
+    changes = _changes(entry)
+    hub = next(c for c in changes if c.path == entry["note"])
+    now = _read(vault / hub.path)
+    if now is None or now == hub.after:
+        return None
+    moved = _lines(hub.before) - _lines(hub.after)  # the lines that went into the parts
+    if not moved or sum((_lines(now) & moved).values()) * 2 < sum(moved.values()):
+        return None  # an edit of the hub, not the whole text saved back
+    plan = Plan(note=hub.path, parts=[c.path for c in changes if c.before is None])
+    for c in changes:
+        p = vault / c.path
+        cur = _read(p)
+        if c is hub or cur == c.before:
+            continue
+        if c.before is None:  # a part
+            if cur is None:
+                continue
+            if cur != c.after:
+                raise SplitError(f"{hub.path} was saved with the text of its parts again, but {c.path} was edited "
+                                 "since the split: merge the two by hand (nothing was changed)")
+            plan.changes.append(FileChange(c.path, cur, None))
+        elif cur == c.after:  # a note whose links the split rewrote
+            plan.changes.append(FileChange(c.path, cur, c.before))
+        else:  # edited since: put back only the lines the split rewrote
+            plan.changes.append(FileChange(c.path, cur, _unrewrite(c, cur)))
+    return plan
+
+
+def _lines(data: bytes | None) -> Counter:
+    return Counter(x for x in (data or b"").splitlines() if x.strip())
+
+
+def _unrewrite(c: FileChange, cur: bytes) -> bytes:
+    """`cur` with each line the split rewrote in `c` put back as it was before."""
+    before, after = c.before.splitlines(keepends=True), c.after.splitlines(keepends=True)
+    lines = cur.splitlines(keepends=True)
+    for old, new in zip(before, after):
+        if old != new:
+            at = [i for i, x in enumerate(lines) if x.rstrip(b"\r\n") == new.rstrip(b"\r\n")]
+            if not at:
+                raise SplitError(f"{c.path} changed where the split rewrote a link ({new.strip()[:80]!r}): "
+                                 "put it back by hand (nothing was changed)")
+            for i in at:
+                lines[i] = old if old.endswith(b"\n") or not lines[i].endswith(b"\n") else old + b"\n"
+    return b"".join(lines)
+
+
+def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     """Write the plan through the journal. Returns the done entry."""
     op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(plan.note.encode()).hexdigest()[:6]
     entry = {
-        "op": op, "time": time.time(), "note": plan.note, "status": "prepared", "parts": plan.parts,
+        "op": op, "time": time.time(), "kind": kind, "note": plan.note, "status": "prepared", "parts": plan.parts,
         "rewritten": plan.rewritten, "oversized": plan.oversized,
         "files": [{"path": c.path, "before": _b64(c.before), "after": _b64(c.after)} for c in plan.changes],
     }
@@ -642,12 +722,15 @@ def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
             current = p.read_bytes() if p.exists() else None
             if current != c.before:
                 raise SplitError(f"{c.path} changed while splitting; nothing was split")
-            p.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(p, c.after, mode)
+            if c.after is None:
+                p.unlink()
+            else:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(p, c.after, mode)
             written.append(c)
             _crash_point(step)
     except BaseException:
-        _restore(vault, written)
+        _restore(vault, written, mode)
         entry["status"] = "aborted"
         journal.save(entry)
         raise
@@ -657,7 +740,7 @@ def apply(plan: Plan, vault: Path, journal: Journal) -> dict:
     return entry
 
 
-def _restore(vault: Path, changes) -> list[str]:
+def _restore(vault: Path, changes, mode: int | None = None) -> list[str]:
     """Put back the pre-images of changes that were written. Returns the paths touched."""
     touched = []
     for c in reversed(list(changes)):
@@ -671,7 +754,7 @@ def _restore(vault: Path, changes) -> list[str]:
         if c.before is None:
             p.unlink()
         else:
-            write_atomic(p, c.before)
+            write_atomic(p, c.before, mode)
         touched.append(c.path)
     return touched
 
@@ -705,13 +788,17 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
             if current != c.after:
                 raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
     touched = []
+    try:
+        mode = os.stat(vault / entry["note"]).st_mode & 0o7777  # files it brings back: as private as the note
+    except OSError:
+        mode = None
     for c in reversed(changes):
         p = vault / c.path
         if c.before is None:
             if p.exists():
                 p.unlink()
         else:
-            write_atomic(p, c.before)
+            write_atomic(p, c.before, mode)
         touched.append(c.path)
     entry["status"] = "undone"
     journal.save(entry)

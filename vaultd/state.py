@@ -26,6 +26,19 @@ class State(msgspec.Struct, kw_only=True):
     pins: list[str] = []
     generation: int = 0
     """The last index generation committed, so generations keep growing across restarts."""
+    grown: dict[str, int] = {}
+    """Notes that grew past the split threshold while vaultd watched them, with the size
+    they had before: what auto mode splits (a note first seen over it is only proposed)."""
+    written: dict[str, list[int]] = {}
+    """Files vaultd itself wrote (split, undo): [mtime_ns, size] as written and the mtime the
+    user last gave them. While a file is as written, that is its time of change (HOT, recent)."""
+
+
+def changed_ns(state: State, path: str, mtime_ns: int, size: int) -> int:
+    """When the user last changed `path`: its mtime, unless vaultd wrote it as it is now
+    (a split's hub and parts, an undo's restored files are not the user's activity)."""
+    w = state.written.get(path) if state.written else None
+    return w[2] if w and w[0] == mtime_ns and w[1] == size else mtime_ns
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -106,11 +119,31 @@ class StateStore:
             self.state.generation = g
             self._dirty = True
 
+    def grew(self, path: str, size: int | None) -> None:
+        """`path` grew past the threshold from `size`; None: it is no longer a grown note."""
+        with self._lock:
+            if size is None:
+                if self.state.grown.pop(path, None) is None:
+                    return
+            else:
+                self.state.grown[path] = size
+            self._dirty = True
+
+    def wrote(self, path: str, st: os.stat_result | None, user_mtime_ns: int = 0) -> None:
+        """vaultd wrote `path` (`st`: its stat after; None: removed or no longer as written)."""
+        with self._lock:
+            if st is None:
+                if self.state.written.pop(path, None) is None:
+                    return
+            else:
+                self.state.written[path] = [st.st_mtime_ns, st.st_size, user_mtime_ns]
+            self._dirty = True
+
     def moved(self, old: str, new: str) -> None:
-        """A note moved: its access count and pin follow it."""
+        """A note moved: its access count, pin and the rest follow it."""
         with self._lock:
             s = self.state
-            for table in (s.access, s.last_access):
+            for table in (s.access, s.last_access, s.grown, s.written):
                 if old in table:
                     table[new] = table.pop(old)
             if old in s.pins:

@@ -10,7 +10,7 @@ import time
 
 from .config import Tiers
 from .note import Note
-from .state import State
+from .state import State, changed_ns
 
 
 @functools.lru_cache(maxsize=8)
@@ -38,8 +38,9 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     old_ns = int(old) - 1_000_000_000 if math.isfinite(old) else never
     cool_ns = int(cool) - 1_000_000_000 if math.isfinite(cool) and cool > 1e9 else never
     ranked = []
+    written = state.written
     for path, n in notes.items():
-        m = n.mtime_ns
+        m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
         if m < old_ns and path not in access and path not in pins and (
                 (m < cool_ns and path not in state.last_access) or hot_tags.isdisjoint(n.tags)):
             continue
@@ -49,7 +50,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         tags = set(n.tags)
         if tags & done_tags and not pinned:
             continue
-        changed_days = (now - n.mtime_ns / 1e9) / day
+        changed_days = (now - m / 1e9) / day
         touched_days = min(changed_days, (now - state.last_access.get(path, 0.0)) / day)
         reasons, score = [], 0.0
         if pinned:

@@ -30,7 +30,7 @@ from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .paths import open_note, read_note
 from .snippets import READ_FIRST, Matcher, best_lines
-from .state import StateStore
+from .state import StateStore, changed_ns
 from .tiers import hot, is_cold
 from .workers import parse_many, workers_for
 
@@ -95,7 +95,11 @@ class Vault:
         self._split_skip: dict[str, tuple[int, str]] = {}
         """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
         self._kept_whole = split.kept_whole(self.journal)
-        """Notes whose last split was undone, with its op: auto-split leaves them whole."""
+        """Notes the user wants whole (a split undone, a stale save), with the op: auto-split leaves them whole."""
+        self._done = split.done_splits(self.journal)
+        """Notes split now, with the op: their hubs are watched for a stale editor buffer saved over them."""
+        self._stale: set[str] = set()
+        """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
         self.generation = self.state.state.generation + 1
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
@@ -210,6 +214,7 @@ class Vault:
         self.generation += 1
         _release_freed_memory()
         self._record(self.generation, old_notes, upserts, gone)
+        self._watch_growth(old_notes, upserts, gone)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
 
@@ -227,6 +232,29 @@ class Vault:
             del log[: len(log) - LOG_MAX]
             self._log_start = log[0][0] - 1
         self.state.set_generation(g)
+
+    def _watch_growth(self, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
+        """Note which notes grew past the split threshold (auto mode splits those), which
+        hubs the user saved over, and which files are no longer as vaultd wrote them."""
+        threshold = self.config.split.threshold
+        st = self.state
+        for n in upserts:
+            p = n.path
+            w = st.state.written.get(p)
+            if w is not None:
+                if (w[0], w[1]) == (n.mtime_ns, n.size):
+                    continue  # vaultd's own write
+                st.wrote(p, None)
+            if p in self._done:
+                self._stale.add(p)
+            o = old.get(p)
+            if n.size <= threshold:
+                st.grew(p, None)
+            elif o is not None and o.size <= threshold and p not in st.state.grown:
+                st.grew(p, o.size)
+        for p in gone:
+            st.grew(p, None)
+            st.wrote(p, None)
 
     def changes(self, since: int) -> dict:
         """What happened to notes after generation `since`: added, changed, deleted, moved.
@@ -549,10 +577,13 @@ class Vault:
     # -- split ------------------------------------------------------------------
 
     def split_candidates(self) -> dict:
-        """Notes over the threshold (splittable or not, and why), and notes over the warning size."""
+        """Notes over the threshold (splittable or not, and why), and notes over the warning
+        size. `auto` on a note: auto mode splits it once quiet (it grew past the threshold
+        while vaultd watched it); the others wait for `split --all` or `split NOTE`."""
         cfg = self.config.split
         over, cannot, growing = [], [], []
         names_taken = split.taken(self._ready_graph())  # once, not per note: it reads every note
+        grown = self.state.state.grown
         for path, n in sorted(self.notes.items()):
             if n.size <= cfg.warn:
                 continue
@@ -562,6 +593,8 @@ class Vault:
                 cannot.append({"path": path, "size": n.size, "why": "excluded by split.exclude"})
             elif path in self._kept_whole:
                 cannot.append({"path": path, "size": n.size, "why": self._kept_why(path)})
+            elif path in self._split_skip and self._split_skip[path][0] == n.mtime_ns:
+                cannot.append({"path": path, "size": n.size, "why": self._split_skip[path][1]})
             else:
                 try:
                     plan = self._split_plan(path, names_taken)
@@ -569,7 +602,7 @@ class Vault:
                     if why:  # the split would refuse it: not offered
                         raise split.SplitError(why)
                     over.append({"path": path, "size": n.size, "parts": len(plan.parts), "rewritten": plan.rewritten,
-                                 "oversized": plan.oversized})
+                                 "oversized": plan.oversized, "auto": cfg.mode == "auto" and path in grown})
                 except (split.SplitError, OSError) as e:
                     cannot.append({"path": path, "size": n.size, "why": str(e)})
         return {"threshold": cfg.threshold, "warn": cfg.warn, "mode": cfg.mode, "over": over, "cannot": cannot,
@@ -601,50 +634,137 @@ class Vault:
                 why = split.read_only(self.root, c.path) or split.editor_busy(self.root, c.path)
                 if why:
                     raise split.SplitError(why if why.endswith("read-only") else f"{c.path}: {why}")
-            with self._split_lock:
-                entry = split.apply(plan, self.root, self.journal)
+            entry = self._write(plan)
         except (split.SplitError, OSError) as e:
             raise QueryError(str(e)) from None
         self._kept_whole.pop(path, None)  # split by hand: the undo no longer speaks for it
-        self.apply(result["files"])
+        self._done[path] = entry["op"]
+        self.state.grew(path, None)
         logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq split --undo %s)",
                     entry["op"], path, len(plan.parts), plan.rewritten, entry["op"])
         return {**result, "op": entry["op"], "dry_run": False}
 
+    def _write(self, plan: split.Plan, kind: str = split.SPLIT) -> dict:
+        """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
+        and index it. Returns the journal entry."""
+        user = {}  # each file's time of change as the user left it: parts take the note's
+        for c in plan.changes:
+            n = self.notes.get(c.path)
+            user[c.path] = changed_ns(self.state.state, c.path, n.mtime_ns, n.size) if n else 0
+        note_ns = user.get(plan.note, 0)
+        with self._split_lock:
+            entry = split.apply(plan, self.root, self.journal, kind)
+        self._wrote([c.path for c in plan.changes], {p: ns or note_ns for p, ns in user.items()})
+        return entry
+
+    def _wrote(self, paths: list[str], user: dict[str, int]) -> None:
+        for p in paths:
+            try:
+                st = os.stat(self.root / p)
+            except FileNotFoundError:
+                st = None
+            self.state.wrote(p, st, user.get(p, 0))
+        self.apply(paths)
+
+    def split_all(self) -> dict:
+        """Apply every proposal (`split_candidates()["over"]`), each through the journal.
+        Notes an editor holds or that changed within `quiet` are skipped, with why."""
+        done, skipped = [], []
+        for it in self.split_candidates()["over"]:
+            try:
+                res = self.split_note(it["path"])
+                done.append({"note": it["path"], "op": res["op"], "parts": res["parts"], "rewritten": res["rewritten"]})
+            except QueryError as e:
+                skipped.append({"note": it["path"], "why": str(e)})
+        return {"split": done, "skipped": skipped}
+
     def split_history(self) -> dict:
-        return {"history": [{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")}
+        return {"history": [{"kind": e.get("kind", split.SPLIT),
+                             **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")}}
                             for e in self.journal.all()]}
 
-    def split_undo(self, op: str, force: bool = False) -> dict:
-        try:
-            with self._split_lock:
-                touched = split.undo(self.root, self.journal, op, force)
-        except split.SplitError as e:
-            raise QueryError(str(e)) from None
-        note = self.journal.load(op)["note"]
-        self._kept_whole[note] = op
-        if self.config.split.mode == "auto":
-            logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
-                        op, note)
-        self.apply(touched)
-        return {"op": op, "restored": touched}
+    def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
+        """Undo operations, newest first: those named, or with `every` every done one."""
+        if every:
+            ops = [e["op"] for e in self.journal.all() if e.get("status") == "done"]
+        ops = [ops] if isinstance(ops, str) else list(ops or [])
+        if not ops:
+            raise QueryError("split --undo: no operation to undo" if every else "split --undo: give an operation")
+        undone, restored = [], []
+        for op in sorted(dict.fromkeys(ops), reverse=True):  # op names sort by time
+            try:
+                with self._split_lock:
+                    entry = self.journal.load(op)
+                    user = {c["path"]: changed_ns(self.state.state, c["path"], n.mtime_ns, n.size)
+                            for c in entry["files"] if (n := self.notes.get(c["path"]))}
+                    touched = split.undo(self.root, self.journal, op, force)
+            except split.SplitError as e:
+                if undone:
+                    raise QueryError(f"{e} (undid {', '.join(undone)} before it)") from None
+                raise QueryError(str(e)) from None
+            note = entry["note"]
+            if entry.get("kind", split.SPLIT) == split.SPLIT:
+                self._kept_whole[note] = op
+                self._done.pop(note, None)
+            else:  # a stale save's removal undone: the split stands again
+                self._kept_whole.pop(note, None)
+            if self.config.split.mode == "auto" and note in self._kept_whole:
+                logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
+                            op, note)
+            self._wrote(touched, user)
+            undone.append(op)
+            restored += touched
+        return {"op": undone[0] if len(undone) == 1 else None, "undone": undone, "restored": restored}
 
     def _kept_why(self, path: str) -> str:
-        return f"its split {self._kept_whole[path]} was undone: auto-split leaves it whole (`vaultq split` splits it by hand)"
+        op = self._kept_whole[path]
+        try:
+            stale = self.journal.load(op).get("kind") == split.STALE
+        except split.SplitError:
+            stale = False
+        why = f"it was saved whole over its hub ({op})" if stale else f"its split {op} was undone"
+        return f"{why}: auto-split leaves it whole (`vaultq split` splits it by hand)"
+
+    def _announce_split(self) -> None:
+        cfg = self.config.split
+        over = sum(1 for n in self.notes.values() if n.size > cfg.threshold)
+        if cfg.mode == "off":
+            logger.info("auto-split is off: vaultd writes nothing into the vault (%d notes over %d bytes; "
+                        "`vaultq split NOTE` splits one by hand)", over, cfg.threshold)
+        elif cfg.mode == "propose":
+            logger.info("auto-split proposes only: vaultd writes nothing into the vault on its own; %d notes are over "
+                        "%d bytes (`vaultq split --list` shows them, `vaultq split --all` applies them)",
+                        over, cfg.threshold)
+        else:
+            logger.warning("auto-split is on: a note that grows past %d bytes while vaultd runs is split into a hub "
+                           "and parts once quiet for %.0f s (undo: `vaultq split --undo OP`, or `--undo --all`). "
+                           "Notes already over it are left as they are: %d are proposed (`vaultq split --list` shows "
+                           "them, `vaultq split --all` applies them). `--split propose` or `off` turns this off",
+                           cfg.threshold, cfg.quiet, over)
 
     def auto_split(self) -> list[str]:
-        """In `auto` mode: split every quiet, unlocked note over the threshold. Returns the ops."""
+        """Resolve stale saves over hubs, then, in `auto` mode, split every quiet, unlocked
+        note that grew past the threshold while watched. Returns the ops."""
         cfg = self.config.split
-        if cfg.mode != "auto" or self.graph is None:
+        if self.graph is None:
             return []
-        ops = []
-        todo = [(p, n) for p, n in self.notes.items() if n.size > cfg.threshold and not split.excluded(p, cfg)
-                and p not in self._kept_whole and self._split_skip.get(p, (None,))[0] != n.mtime_ns]
-        if todo and not self._split_announced:
+        if not self._split_announced:
             self._split_announced = True
-            logger.warning("auto-split is on ([split] mode = \"auto\"): %d notes are over %d bytes and will be split "
-                           "once quiet; `vaultq split --history` lists what was done and `--undo OP` restores it; "
-                           "mode = \"propose\" only lists", len(todo), cfg.threshold)
+            self._announce_split()
+        ops = []
+        if cfg.mode != "off":
+            for path in list(self._stale):
+                op = self._resolve_stale(path)
+                if op is not False:
+                    self._stale.discard(path)
+                if op:
+                    ops.append(op)
+        if cfg.mode != "auto":
+            return ops
+        grown = self.state.state.grown
+        todo = [(p, n) for p in list(grown) if (n := self.notes.get(p)) is not None and n.size > cfg.threshold
+                and not split.excluded(p, cfg) and p not in self._kept_whole
+                and self._split_skip.get(p, (None,))[0] != n.mtime_ns]
         for path, n in todo:
             try:
                 split.check_quiet(self.root, path, cfg.quiet)
@@ -654,8 +774,39 @@ class Vault:
                 ops.append(self.split_note(path)["op"])
             except QueryError as e:
                 self._split_skip[path] = (n.mtime_ns, str(e))
-                logger.info("not splitting %s: %s", path, e)
+                logger.warning("not splitting %s, which grew past %d bytes: %s", path, cfg.threshold, e)
         return ops
+
+    def _resolve_stale(self, path: str) -> str | None | bool:
+        """The hub `path` changed: when it holds its parts' text again (an editor's stale
+        buffer saved), remove the duplicate so the vault is what the user saved. Returns the
+        op, None when there is nothing to resolve, False when not yet (not quiet)."""
+        op = self._done.get(path)
+        if op is None:
+            return None
+        try:
+            split.check_quiet(self.root, path, self.config.split.quiet)
+        except (split.SplitError, OSError):
+            return False
+        try:
+            plan = split.stale_plan(self.journal.load(op), self.root)
+            if plan is None:
+                return None
+            entry = self._write(plan, split.STALE)
+        except (split.SplitError, OSError) as e:  # left as it is; never split again on its own for it
+            logger.warning("%s: %s", path, e)
+            self.state.grew(path, None)
+            if (n := self.notes.get(path)) is not None:
+                self._split_skip[path] = (n.mtime_ns, str(e))
+            return None
+        self._done.pop(path, None)
+        self._kept_whole[path] = entry["op"]
+        self.state.grew(path, None)
+        logger.warning("%s was saved with the text of its parts (an editor's buffer from before split %s): the user's "
+                       "save wins; removed the %d parts it duplicated and put back %d rewritten notes "
+                       "(%s; undo: vaultq split --undo %s)", path, op, sum(c.after is None for c in plan.changes),
+                       sum(c.after is not None for c in plan.changes), entry["op"], entry["op"])
+        return entry["op"]
 
     def pin(self, name: str, on: bool) -> dict:
         path = self.find_note(name)
@@ -671,7 +822,9 @@ class Vault:
 
     def recent(self, days: float) -> dict:
         cutoff = time.time() - days * 86400
-        items = sorted(((n.mtime_ns, p) for p, n in self.notes.items() if n.mtime_ns / 1e9 >= cutoff), reverse=True)
+        st = self.state.state
+        items = sorted(((m, p) for p, n in self.notes.items() if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff),
+                       reverse=True)
         return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
                                           "mtime": round(m / 1e9, 3)} for m, p in items]}
 
