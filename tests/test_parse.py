@@ -157,6 +157,9 @@ HOSTILE = {  # lines that took seconds to minutes each (the time grew with their
     "org heading of [": "* " + "[" * 40000, "org heading of :a": "* x " + ":a" * 20000 + " x",
     "property of colons": ":PROPERTIES:\n:" + ":" * 40000 + "x\n:END:", "timestamps": "* h\n" + "<2025-01-01 " * 3000,
     "org heading of colons": "* " + ":" * 40000 + "x", "cookie after blanks": "* a" + " " * 40000 + "[1/2]",
+    # blocks at an Org file's front, each looking for its end
+    "unclosed blocks": "".join(f"#+begin_b{i}\n" for i in range(3000)), "line of begins": "#+begin_a " * 4000,
+    "begins and ends": "#+begin_a\n" * 2000 + "#+end_a\n" * 2000, "unclosed of one name": "#+begin_a\n" * 4000,
 }
 
 
@@ -181,3 +184,157 @@ def test_yaml_aliases_nested_nine_deep_stay_small():
     n = parse_file("bomb.md", fm.encode())
     assert time.perf_counter() - t < 1.0
     assert (n.tags, n.aliases, n.title, n.id) == (["ok", "3"], ["Other"], "bomb", None)
+
+
+# -- Org file-level keywords count only at the file's front ----------------------------------
+
+MANUAL = """#+title: Denote manual
+#+date: 2022-06-08
+
+#+begin_example
+#+title:      This is a sample note
+#+date:       [2022-06-30 Thu 16:09]
+#+filetags:   :testing:
+#+identifier: 20220630T160934
+#+end_example
+
+#+BEGIN_SRC emacs-lisp
+#+identifier: 19990101T000000
+#+END_SRC
+  #+begin_quote
+  #+filetags: :quoted:
+  #+end_quote
+#+begin_verse
+#+filetags: :verse:
+#+end_verse
+#+BEGIN: denote-files :regexp "x"
+#+filetags: :dynamic:
+#+END:
+#+filetags: :real:
+* Overview
+#+filetags: :after-heading:
+#+identifier: 20000101T000000
+#+title: Not the title
+"""
+
+
+def test_org_keywords_inside_blocks_or_after_the_first_heading_do_not_count():
+    n = parse_file("denote.org", MANUAL.encode())
+    assert n.title == "Denote manual"
+    assert n.date == "2022-06-08"
+    assert n.tags == ["real"]
+    assert n.id is None
+
+
+def test_org_block_names_match_in_any_case_and_need_their_own_end():
+    src = "#+Begin_Example\n#+filetags: :a:\n#+END_SRC\n#+filetags: :b:\n#+end_EXAMPLE\n#+filetags: :c:\n"
+    assert parse_file("x.org", src.encode()).tags == ["c"]
+
+
+def test_org_unterminated_block_is_no_block():
+    # as in Org, a #+begin_ line with no #+end_ line before the first heading starts no
+    # block (Org reads it as a paragraph): the keywords after it are the file's
+    src = "#+title: T\n#+begin_example\n#+filetags: :a:\n* H\n#+end_example\n"
+    n = parse_file("x.org", src.encode())
+    assert (n.title, n.tags) == ("T", ["a"])
+
+
+def test_org_legitimate_front_keywords_are_still_read():
+    src = "\n  #+TITLE:  Spaced  \n#+FileTags: :x:y:\nsome prose\n#+date: [2025-01-02 Thu]\n\t#+identifier: 20250102T030405\n* H\n"
+    n = parse_file("x.org", src.encode())
+    assert (n.title, n.tags, n.date, n.id) == ("Spaced", ["x", "y"], "[2025-01-02 Thu]", "20250102T030405")
+    # the first of a keyword counts, and a keyword not at a line's start is text
+    n = parse_file("x.org", b"#+title: One\n#+title: Two\nsee #+filetags: :no:\n")
+    assert (n.title, n.tags) == ("One", [])
+    # no heading at all: the whole file is the front
+    assert parse_file("x.org", b"text\n#+title: Late\n").title == "Late"
+    # a heading on the first line: no front
+    assert parse_file("x.org", b"* H\n#+title: Late\n").title == "H"  # (the first heading, not Late)
+
+
+def test_denote_org_note_keeps_its_file_name_identifier_when_the_keyword_is_in_a_block():
+    src = b"#+title: Sample\n#+begin_example\n#+identifier: 19990101T000000\n#+filetags: :bogus:\n#+end_example\n"
+    n = parse_file("20251016T080208--sample__notes.org", src)
+    assert (n.id, n.tags, n.date) == ("20251016T080208", ["notes"], "2025-10-16T08:02:08")
+
+
+def test_markdown_front_matter_only_on_the_first_line():
+    n = parse_file("x.md", b"A paragraph.\n\n---\ntitle: Not front matter\ntags: [no]\n---\n\nText.\n")
+    assert (n.title, n.tags, n.problems) == ("x", [], [])
+    assert "title: Not front matter" in n.body
+    n = parse_file("x.md", b"\n---\ntitle: Nor this\n---\n")
+    assert n.title == "x" and "title: Nor this" in n.body
+    n = parse_file("x.md", "\ufeff---\ntitle: After a BOM\n---\n".encode())
+    assert n.title == "After a BOM"
+
+
+# -- a split part's header line is a link, not text ------------------------------------------
+
+PARTS = {
+    "wiki": ("notes/Big - Part.md", '---\ntitle: "Part"\ntags: ["x"]\n---\n\nPart of [[sub/Big|Zanzibar #quux plans]].\n\n# Part\n\nbody\n', "wiki", "sub/Big"),
+    "mdlink": ("Big - Part.md", '---\ntitle: "Part"\n---\n\nPart of [Zanzibar [v2] plans](Big%20note.md).\n\n# Part\n', "md", "Big note.md"),
+    "denote": ("20250101T000001--part.org", "#+title:      Part\n#+filetags:   :x:\n#+identifier: 20250101T000001\n\nPart of [[denote:20250101T000000][Zanzibar plans]].\n\n* Part\n", "denote", "20250101T000000"),
+    "file": ("part.org", ":PROPERTIES:\n:ID: p-uuid\n:END:\n#+title: Part\n\nPart of [[file:big.org][Zanzibar plans]].\n* Part\n", "file", "big.org"),
+    "id": ("part.org", "#+title: Part\n:PROPERTIES:\n:ID: p-uuid\n:END:\nPart of [[id:4a1b-22][Zanzibar plans]].\n", "id", "4a1b-22"),
+}
+
+
+@pytest.mark.parametrize("name", list(PARTS))
+def test_part_header_line_is_blanked_and_its_link_kept(name):
+    from vaultd.parse.common import PART_HEADER
+
+    path, src, kind, target = PARTS[name]
+    header = next(line for line in src.split("\n") if line.startswith("Part of"))
+    assert PART_HEADER.fullmatch(header)
+    n = parse_file(path, src.encode())
+    lines = n.body.split("\n")
+    assert len(lines) == src.count("\n") + 1, "line structure kept"
+    assert lines[src.split("\n").index(header)] == ""
+    assert "zanzibar" not in n.body.lower() and "quux" not in n.tags
+    assert [(ln.kind, ln.target, ln.line) for ln in n.links] == [(kind, target, src.split("\n").index(header) + 1)]
+
+
+@pytest.mark.parametrize("path, src", [
+    ("a.md", "Intro.\n\nPart of [[Big|Zanzibar]].\n"),  # not the first line after the front matter
+    ("a.md", "---\ntitle: A\n---\nPart of [[Big|Zanzibar]]. And more.\n"),  # other text around it
+    ("a.md", "---\ntitle: A\n---\nSee: Part of [[Big|Zanzibar]].\n"),
+    ("a.md", "---\ntitle: A\n---\nPart of [[Big|Zanzibar]]\n"),  # no full stop
+    ("a.md", "---\ntitle: A\n---\nPart of [[denote:20250101T000000][Zanzibar]].\n"),  # an Org form in Markdown
+    ("a.md", "# H\nPart of [[Big|Zanzibar]].\n"),
+    ("a.org", "#+title: A\nPart of [[Big|Zanzibar]].\n"),  # a Markdown form in Org
+    ("a.org", "#+title: A\n* H\nPart of [[denote:20250101T000000][Zanzibar]].\n"),
+    ("a.org", "#+title: A\ntext\nPart of [[file:big.org][Zanzibar]].\n"),
+    ("a.org", "#+title: A\n#+begin_quote\nPart of [[file:big.org][Zanzibar]].\n#+end_quote\n"),
+    ("a.org", "Part of [[file:big.org][Zanzibar]] and [[file:c.org][Other]].\n"),
+])
+def test_a_part_of_line_anywhere_else_is_text(path, src):
+    assert "Zanzibar" in parse_file(path, src.encode()).body
+
+
+def test_search_for_the_hub_title_does_not_find_a_part_by_its_header(tmp_path):
+    from vaultd.config import Config
+    from vaultd.vault import Vault
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Zanzibar plans.md").write_text("---\ntitle: Zanzibar plans\n---\n\nParts:\n\n- [[Zanzibar plans - Boats]]\n")
+    (vault / "Zanzibar plans - Boats.md").write_text(
+        '---\ntitle: "Boats"\n---\n\nPart of [[Zanzibar plans|Zanzibar plans]].\n\n# Boats\n\nDhows and ferries.\n')
+    (vault / "20250101T000000--spice-trade.org").write_text("#+title: Spice trade\n\n* Cloves\nGrown on islands.\n")
+    (vault / "20250101T000001--cloves.org").write_text(
+        "#+title:      Cloves\n#+identifier: 20250101T000001\n\nPart of [[denote:20250101T000000][Spice trade]].\n\n"
+        "* Cloves\nGrown on islands.\n")
+    (vault / "other.md").write_text("Zanzibar is an island.\n")
+    vlt = Vault(Config(vault=str(vault), state_dir=str(tmp_path / "state")).load())
+    try:
+        vlt.reconcile()
+        hits = {h["path"] for h in vlt.search("zanzibar")["hits"]}
+        assert hits == {"Zanzibar plans.md", "other.md"}
+        assert {h["path"] for h in vlt.search("spice")["hits"]} == {"20250101T000000--spice-trade.org"}
+        assert {h["path"] for h in vlt.search("dhows")["hits"]} == {"Zanzibar plans - Boats.md"}
+        # the header's link is still a graph edge
+        assert [b["path"] for b in vlt.backlinks("Zanzibar plans.md")["backlinks"]] == ["Zanzibar plans - Boats.md"]
+        assert [b["path"] for b in vlt.backlinks("20250101T000000--spice-trade.org")["backlinks"]] == [
+            "20250101T000001--cloves.org"]
+    finally:
+        vlt.close()

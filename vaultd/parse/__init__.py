@@ -11,7 +11,7 @@ import hashlib
 from ..note import ID_ANCHOR, Block, Note
 from . import markdown, org
 from .links import extract
-from .common import dedupe
+from .common import dedupe, part_header
 from .denote import parse_name
 
 __all__ = ["parse_file", "parse_lines", "decode"]
@@ -81,7 +81,9 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         ident = kw.get("identifier") or ident
         note.uuids = f.uuids
         note.headings = f.headings
-        note.links, note.blocks, body = extract(text.split("\n"), 1, org=True, code=f.code)
+        lines = text.split("\n")
+        note.links, note.blocks, body = extract(lines, 1, org=True, code=f.code)
+        header = part_header(lines, 0, org=True)
         note.blocks += [Block(ID_ANCHOR + u, line) for u, line in f.id_lines]
     else:
         f = markdown.parse(text)
@@ -99,6 +101,9 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         note.links, note.blocks, body = extract(f.lines, 1, org=False, code=f.code)
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
         body[: f.fm_lines] = [""] * f.fm_lines
+        header = f.part_header
+    if header >= 0:
+        body[header] = ""  # a split part's back-link to its hub: its link counts, its hub's title is no text of its
 
     note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else stem)
     note.id = ident

@@ -9,6 +9,46 @@ _SLUG_DROP = re.compile(r"[^\w\- ]", re.UNICODE)
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})(.*)$")  # any indent: fences nest in list items
 
 
+PART_HEADER = re.compile(
+    r"Part of (?:"
+    r"\[\[[^\[\]|#\n]+\|[^\[\]\n]*\]\]"  # Markdown: [[STEM|HUB TITLE]]
+    r"|\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([^\s()<>]+\)"  # Markdown: [HUB TITLE](relative/path.md)
+    r"|(?P<org>\[\[(?:denote|file|id):[^\[\]\n]+\]\[[^\[\]\n]*\]\])"  # Org: [[denote:ID][HUB TITLE]], file:, id:
+    r")\."
+)
+"""The back-link line the splitter (split.py) writes at the top of each part of a split
+note, fully matched (without its newline): `Part of [[STEM|HUB TITLE]].` or `Part of [HUB
+TITLE](relative/path.md).` in Markdown, `Part of [[denote:IDENTIFIER][HUB TITLE]].`
+(or `file:`, `id:`) in Org, where the group `org` is set. In its place (part_header) the
+parser keeps its link but blanks it in the searchable body: a part would otherwise match
+every search for its hub's title."""
+
+_ORG_KEYWORD_LINE = re.compile(r"[ \t]*#\+(?!(?:begin|end):)\w+:", re.IGNORECASE)  # not a dynamic block's ends
+
+
+def part_header(lines: list[str], start: int, org: bool) -> int:
+    """The index in `lines` of a part's header line (PART_HEADER, of the file's own format),
+    or -1. It is the first non-blank line from `start` (the line after a Markdown note's
+    front matter); in Org, after the leading #+KEYWORD: lines and one :PROPERTIES: drawer.
+    Only the first few lines of a file are looked at."""
+    i, n, drawer = start, len(lines), False
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif org and line[:1] in "# \t" and _ORG_KEYWORD_LINE.match(line):
+            i += 1
+        elif org and not drawer and line.strip() == ":PROPERTIES:":
+            drawer = True
+            while i < n and lines[i].strip() != ":END:":
+                i += 1
+            i += 1
+        else:
+            m = PART_HEADER.fullmatch(line) if line.startswith("Part of ") else None
+            return i if m is not None and (m.group("org") is not None) == org else -1
+    return -1
+
+
 def may_fence(text: str) -> bool:
     """Whether `text` can hold a code fence. A note without one is read only at the lines
     that matter: one character is found at memchr speed, three take ten times longer."""

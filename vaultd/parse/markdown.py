@@ -9,7 +9,7 @@ import re
 import frontmatter
 
 from ..note import Heading
-from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, numbered, split_tags
+from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, numbered, part_header, split_tags
 
 # Every pattern here stops at the next bracket or space run it cannot use, so no line costs
 # the square of its length (a 24 KB heading of "[[" froze the daemon for 7 s).
@@ -31,7 +31,7 @@ def split_front_matter(lines: list[str]) -> int:
 
 
 class MarkdownFacts:
-    __slots__ = ("lines", "meta", "fm_lines", "headings", "tags", "problems", "code")
+    __slots__ = ("lines", "meta", "fm_lines", "part_header", "headings", "tags", "problems", "code")
 
 
 def parse(text: str) -> MarkdownFacts:
@@ -48,6 +48,7 @@ def parse(text: str) -> MarkdownFacts:
         except Exception as e:  # yaml errors, bad dates, anything: the body still counts
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             out.problems.append(f"front matter ignored: {first}")
+    out.part_header = part_header(lines, out.fm_lines, org=False)  # no tags from it
     out.headings = []
     slugs: dict[str, int] = {}
     tags: list[str] = []
@@ -76,7 +77,7 @@ def parse(text: str) -> MarkdownFacts:
             text_ = text_.strip()
             out.headings.append(Heading(len(h.group(1)), text_, n, numbered(github_slug(text_), slugs)))
             continue
-        if "#" in line:
+        if "#" in line and n != out.part_header + 1:
             tags.extend(_TAG.findall(_INLINE_CODE.sub("", line) if "`" in line else line))
     out.tags = dedupe(tags)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from orgparse.node import lines_to_chunks, parse_comment, parse_heading_priority, parse_seq_todo
@@ -9,9 +10,13 @@ from orgparse.node import lines_to_chunks, parse_comment, parse_heading_priority
 from ..note import Heading
 from .common import github_slug
 
-# #+KEY: value, counted only at the start of a line (after spaces or tabs; see parse):
-# a pattern that starts with a literal is found much faster than one anchored at ^.
-_KEYWORD = re.compile(r"#\+(\w+):[ \t]*(.*?)[ \t]*$", re.MULTILINE)
+# At the file's front: #+KEY: value, or a block's first line (#+begin_NAME, or #+BEGIN: of
+# a dynamic block), counted only at the start of a line (after spaces or tabs; see
+# _front_keywords): a pattern that starts with a literal is found much faster than one
+# anchored at ^.
+_FRONT_LINE = re.compile(r"#\+(?:begin(?:_(\S+)|:)|(\w+):[ \t]*(.*?)[ \t]*$)", re.MULTILINE | re.IGNORECASE)
+_END_LINE = re.compile(r"#\+end(?:_(\S+)|:?)[ \t]*$", re.MULTILINE | re.IGNORECASE)  # Org: ^[ \t]*#\+END_NAME[ \t]*$
+_FIRST_HEADING = re.compile(r"\n\*+ ")  # a heading line after the first (orgparse's test: ^\*+ )
 _HEADING = re.compile(r"^(\*+)[ \t]+(.*)$", re.MULTILINE)
 _STATS = re.compile(r"(?<!\s)\s*\[\d*(?:%|/\d*)\]")  # tried at a blank run's start only: no square
 _NODE_HEADER = re.compile(r"^\*+ ")  # orgparse's own heading test
@@ -32,11 +37,7 @@ def parse(text: str) -> OrgFacts:
     out = OrgFacts()
     out.problems = []
     out.code = _BLOCK_BEGIN.search(text) is not None  # a src/example/export block may be there
-    out.keywords = {}
-    for m in _KEYWORD.finditer(text):
-        start = m.start()
-        if not text[text.rfind("\n", 0, start) + 1 : start].strip(" \t"):
-            out.keywords.setdefault(m.group(1).lower(), m.group(2))
+    out.keywords = _front_keywords(text)
     out.headings = []
     out.uuids = []
     out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
@@ -60,6 +61,55 @@ def parse(text: str) -> OrgFacts:
             Heading(len(m.group(1)), m.group(2).strip(), text.count("\n", 0, m.start()) + 1, github_slug(m.group(2)))
             for m in _HEADING.finditer(text)
         ]
+    return out
+
+
+def _front_keywords(text: str) -> dict[str, str]:
+    """The file-level #+KEY: values (lower-case keys; the first of each counts): those at
+    the file's front, before its first heading, and not inside a block. A block runs from
+    a #+begin_NAME line to the next #+end_NAME line (any case; #+BEGIN: to #+END: for a
+    dynamic block); a begin line with no end line before the first heading starts no
+    block, as in Org, which reads it as a paragraph. Only the front is read: most of a
+    note is past its first heading. Each line is looked at once or twice, whatever it
+    holds (every begin line looking for its end would take the square of a front of
+    unclosed ones)."""
+    if text[:1] == "*" and _NODE_HEADER.match(text):
+        return {}
+    m = _FIRST_HEADING.search(text)
+    end = m.start() + 1 if m else len(text)
+    keywords: dict[str, str] = {}
+    ends: dict[str | None, list[int]] | None = None  # where each block's end lines end
+    pos = 0
+    while (m := _FRONT_LINE.search(text, pos, end)) is not None:
+        pos = m.end()
+        if not _at_line_start(text, m.start()):
+            pos = text.find("\n", pos) + 1 or end  # nothing later on this line is either
+            continue
+        if m.group(2) is not None:
+            keywords.setdefault(m.group(2).lower(), m.group(3))
+            continue
+        if ends is None:
+            ends = _block_ends(text, m.start(), end)
+        name = m.group(1)  # None: a dynamic block
+        spots = ends.get(name.lower() if name is not None else None, ())
+        k = bisect.bisect_right(spots, pos)
+        if k < len(spots):
+            pos = spots[k]
+    return keywords
+
+
+def _at_line_start(text: str, i: int) -> bool:
+    """Whether only blanks are before `i` on its line."""
+    return not text[text.rfind("\n", 0, i) + 1 : i].strip(" \t")
+
+
+def _block_ends(text: str, start: int, end: int) -> dict[str | None, list[int]]:
+    """Where the lines that end a block (#+end_NAME, #+END: of a dynamic block) between
+    `start` and `end` end, in order, by lower-case block name (None: a dynamic block's)."""
+    out: dict[str | None, list[int]] = {}
+    for m in _END_LINE.finditer(text, start, end):
+        if _at_line_start(text, m.start()):
+            out.setdefault(m.group(1).lower() if m.group(1) is not None else None, []).append(m.end())
     return out
 
 
