@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Annotated, Literal, Union
 
 import msgspec
@@ -115,13 +116,15 @@ class Recent(Request, tag="recent"):
 
 
 class Split(Request, tag="split"):
-    """One of: `note` (with `dry_run`), `list`, `history`, or `undo` (an op id, with `force`)."""
+    """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or
+    `undo` (op ids, newest first, with `force`; with `all` instead: every done op)."""
 
     note: NoteName | None = None
     dry_run: bool = False
     list: bool = False
     history: bool = False
-    undo: str | None = None
+    all: bool = False
+    undo: str | builtins.list[str] | None = None  # `list` is a field here
     force: bool = False
 
 

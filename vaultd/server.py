@@ -317,11 +317,13 @@ class Server:
                     return v.split_candidates()
                 if req.history:
                     return v.split_history()
-                if req.undo:
-                    return v.split_undo(req.undo, req.force)
+                if req.undo or (req.undo is not None and req.all):
+                    return v.split_undo(req.undo, req.force, every=req.all)
+                if req.all:
+                    return v.split_all()
                 if req.note:
                     return v.split_note(req.note, req.dry_run)
-                raise QueryError("split: give a note, or list, history or undo")
+                raise QueryError("split: give a note, or list, history, all or undo")
             case protocol.Backlinks():
                 return v.backlinks(req.note)
             case protocol.Links():

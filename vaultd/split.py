@@ -46,7 +46,8 @@ logger = logging.getLogger("vaultd.split")
 
 _UNSAFE = re.compile(r'[\\/:*?"<>|#^\[\]`=~\n\r\t]+')  # not in file names, nor in links to them
 HEADER_ROOM = 512
-"""Bytes kept free in each part for its inserted title, tags, identifier and back link."""
+"""Bytes kept free in each part for its inserted title, tags, identifiers and back link, at
+least a quarter of this; more when the biggest header a part would get needs more."""
 _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
@@ -198,9 +199,6 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     heads = sorted(headings_of(note), key=lambda h: h.line)
     if not heads:
         raise SplitError(f"{note.path} has no headings to split at")
-    chunks, oversized = _sections(lines, heads, cfg.threshold - HEADER_ROOM)
-    if len(chunks) < 2:
-        raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     org = note.path.endswith(".org")
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
@@ -208,12 +206,31 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     dn = parse_name(stem)
     if not org and not dn and any(c in stem for c in "#|[]^"):
         raise SplitError(f"{note.path}: its name holds one of # | [ ] ^, which a wikilink to its parts cannot")
+    # The parts' back link and the hub's list: by identifier only where it names one note
+    unique_id = bool(dn) and len(graph.with_id(dn.id)) <= 1
+    markdown = not org and _markdown_style(r.link for r in graph.links(note.path))
+    title = plain(note.title) or stem
+    heading_ids = {b.id[len(ID_ANCHOR):] for b in note.blocks if b.id.startswith(ID_ANCHOR)}
+    file_uuid = next((u for u in note.uuids if u not in heading_ids), None) if org else None
+
+    def header(head: str, ident: str | None, new_uuid: str | None) -> bytes:
+        return _part_header(org, plain(head) or "part", note, ident, new_uuid, dn.id if unique_id else None, stem,
+                            title, markdown)
+
+    # Room for the biggest header a part can get (many tags, a long heading): no part is over
+    # the threshold but a section that cannot be cut, so no part is ever split again for it
+    room = max(len(header(h.text, "20000101T000000" if (dn or note.id) else None,
+                          str(uuid.UUID(int=0)) if file_uuid else None)) for h in heads)
+    if room > cfg.threshold // 2:
+        raise SplitError(f"{note.path}: each part's title, tags and back link would take {room} bytes, "
+                         f"more than half the {cfg.threshold}-byte threshold")
+    chunks, oversized = _sections(lines, heads, cfg.threshold - max(room, HEADER_ROOM // 4))
+    if len(chunks) < 2:
+        raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     ids_taken, existing = names_taken or taken(graph)
     # Parts of a note with an identifier get their own, as Denote gives a note made now
     ids = _fresh_ids(ids_taken, len(chunks)) if (dn or note.id) else []
     # Parts of an Org note with a file-level :ID: (org-roam) get their own too
-    heading_ids = {b.id[len(ID_ANCHOR):] for b in note.blocks if b.id.startswith(ID_ANCHOR)}
-    file_uuid = next((u for u in note.uuids if u not in heading_ids), None) if org else None
     uuids = [str(uuid.uuid4()) for _ in chunks] if file_uuid else []
     names: list[str] = []
     for i, (_, _, title) in enumerate(chunks):
@@ -296,18 +313,13 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         new_lines[ln - 1] = _replace_at(new_lines[ln - 1], col, old, new, note.path, ln)
     plan.rewritten = len(own)
 
-    # The parts' back link and the hub's list: by identifier only where it names one note
-    unique_id = bool(dn) and len(graph.with_id(dn.id)) <= 1
-    markdown = not org and _markdown_style(r.link for r in graph.links(note.path))
-    title = plain(note.title) or stem
     line_map: dict[int, tuple[str, int]] = {}  # original line -> (file, line) after the split
     for i, (first, end, head) in enumerate(chunks):
         body = b"".join(new_lines[first:end])
-        header = _part_header(org, plain(head) or "part", note, ids[i] if ids else None,
-                              uuids[i] if uuids else None, dn.id if unique_id else None, stem, title, markdown)
-        at = header.count(b"\n")
+        top = header(head, ids[i] if ids else None, uuids[i] if uuids else None)
+        at = top.count(b"\n")
         line_map.update({ln: (part_paths[i], at + ln - first) for ln in range(first + 1, end + 1)})
-        plan.changes.append(FileChange(part_paths[i], None, header + body))
+        plan.changes.append(FileChange(part_paths[i], None, top + body))
     hub = bom + b"".join(new_lines[: chunks[0][0]])
     if hub and not hub.endswith(b"\n"):
         hub += b"\n"
@@ -592,12 +604,17 @@ def _crash_point(step: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+_OP = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
+
+
 class Journal:
     def __init__(self, directory: Path):
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def _path(self, op: str) -> Path:
+        if not _OP.fullmatch(op):  # an op names a file in the journal's folder, and nothing else
+            raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)")
         return self.dir / f"{op}.json"
 
     def save(self, entry: dict) -> None:
@@ -610,13 +627,14 @@ class Journal:
             raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)") from None
 
     def all(self) -> list[dict]:
+        """Every entry, oldest first."""
         out = []
         for p in sorted(self.dir.glob("*.json")):
             try:
                 out.append(json.loads(p.read_bytes()))
             except (OSError, ValueError) as e:
                 logger.warning("journal entry %s unreadable: %s", p.name, e)
-        return out
+        return sorted(out, key=lambda e: (e.get("time", 0), e.get("op", "")))
 
 
 SPLIT, STALE = "split", "stale save"
@@ -706,9 +724,10 @@ def _unrewrite(c: FileChange, cur: bytes) -> bytes:
 
 def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     """Write the plan through the journal. Returns the done entry."""
-    op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(plan.note.encode()).hexdigest()[:6]
+    now = time.time_ns()  # in the hash too: two operations on one note within a second are two
+    op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(f"{plan.note}\0{now}".encode()).hexdigest()[:6]
     entry = {
-        "op": op, "time": time.time(), "kind": kind, "note": plan.note, "status": "prepared", "parts": plan.parts,
+        "op": op, "time": now / 1e9, "kind": kind, "note": plan.note, "status": "prepared", "parts": plan.parts,
         "rewritten": plan.rewritten, "oversized": plan.oversized,
         "files": [{"path": c.path, "before": _b64(c.before), "after": _b64(c.after)} for c in plan.changes],
     }

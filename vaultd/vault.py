@@ -691,7 +691,8 @@ class Vault:
         if not ops:
             raise QueryError("split --undo: no operation to undo" if every else "split --undo: give an operation")
         undone, restored = [], []
-        for op in sorted(dict.fromkeys(ops), reverse=True):  # op names sort by time
+        when = {e["op"]: e.get("time", 0) for e in self.journal.all()}
+        for op in sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True):
             try:
                 with self._split_lock:
                     entry = self.journal.load(op)

@@ -111,7 +111,10 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     s.add_argument("--dry-run", action="store_true", help="show the plan and a diff of every file; write nothing")
     s.add_argument("--list", action="store_true", help="notes over the threshold, growing ones, and those it cannot split")
     s.add_argument("--history", action="store_true", help="past split operations")
-    s.add_argument("--undo", metavar="OP", help="restore every file an operation touched")
+    s.add_argument("--all", action="store_true",
+                   help="apply every proposal (the notes --list offers); with --undo: undo every operation")
+    s.add_argument("--undo", metavar="OP", nargs="*",
+                   help="restore every file these operations touched, newest first (--undo --all: all of them)")
     s.add_argument("--force", action="store_true", help="with --undo: even if files changed since")
     s.add_argument("--json", action="store_true", help="print JSON")
 
@@ -402,27 +405,43 @@ def _run(c: Client, args) -> int:
             print(f"# now at generation {res['generation']}")
         return EXIT_OK
     if cmd == "split":
-        if sum(map(bool, (args.note, args.list, args.history, args.undo))) != 1:
-            print("vaultq: split takes one of NOTE, --list, --history, --undo OP", file=sys.stderr)
+        undo = args.undo is not None
+        if sum(map(bool, (args.note, args.list, args.history, args.all or undo))) != 1 or \
+                undo and bool(args.undo) == args.all:
+            print("vaultq: split takes one of NOTE, --list, --history, --all, --undo OP [OP...], --undo --all",
+                  file=sys.stderr)
             return EXIT_USAGE
         res = c.request("split", note=args.note, dry_run=args.dry_run, list=args.list, history=args.history,
-                        undo=args.undo, force=args.force)
+                        all=args.all, undo=args.undo, force=args.force)
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
         elif args.list:
             if not (res["over"] or res["cannot"] or res["growing"]):
                 return EXIT_NONE
             for it in res["over"]:
-                print(f"split  {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
+                when = "auto" if it.get("auto") else "split"  # auto: it grew while watched, split once quiet
+                print(f"{when:<6} {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
             for it in res["cannot"]:
                 print(f"cannot {it['path']}  {it['size']} B: {it['why']}")
             for it in res["growing"]:
                 print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
         elif args.history:
             for e in res["history"]:
-                print(f"{e['op']}  {e['status']:<11} {e['note']} -> {len(e['parts'] or [])} parts")
-        elif args.undo:
-            print(f"undid {res['op']}: restored {len(res['restored'])} files")
+                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else \
+                    f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
+                print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
+        elif undo:
+            for op in res["undone"]:
+                print(f"undid {op}")
+            print(f"restored {len(res['restored'])} files")
+        elif args.all:
+            for it in res["split"]:
+                print(f"split {it['note']} into {len(it['parts'])} parts, {it['rewritten']} links rewritten "
+                      f"(undo: vaultq split --undo {it['op']})")
+            for it in res["skipped"]:
+                print(f"skipped {it['note']}: {it['why']}", file=sys.stderr)
+            if not res["split"]:
+                return EXIT_NONE
         elif res["dry_run"]:
             sys.stdout.write(res["diff"])
         else:
