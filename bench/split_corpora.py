@@ -1,12 +1,26 @@
-"""Auto-split every oversized note of a copy of each corpus, then undo it all.
+"""Apply every split proposal on a copy of each corpus, check every link, then undo it all.
 
-    python bench/split_corpora.py                     # every corpus under ../shared/corpora
+    python bench/split_corpora.py                     # every corpus under ../shared/corpora, and a generated vault
     python bench/split_corpora.py ../shared/corpora/foam-docs
+    python bench/split_corpora.py --no-generated --seed 3
 
-Per corpus, on a copy: notes over the threshold, notes split, parts made, links
-rewritten, notes it could not split (why), broken links before and after (and any
-link that resolved before and is broken after: must be none), then every operation is
-undone, newest first, and the tree is compared byte for byte with the original.
+Per corpus, on a copy (../shared is never written): notes over the threshold, notes split,
+parts made, links rewritten, notes it could not split; broken links before and after (as
+vaultd counts them); then, by the independent oracle (tests/split_oracle.py), which reads
+the files on disk and resolves every link afresh:
+  - newly broken: links that resolved before and are broken after;
+  - re-targeted: links that lead to another note or heading than before (or are gone);
+  - shown: links that lead where they did but show another alias (or no longer embed);
+  - scaffold: hub lists and parts' back links that do not lead to the part / the hub;
+  - lines lost: lines of the notes before (links masked) not found after;
+  - split again: after every proposal is applied, the proposals are applied once more:
+    nothing may be split in that second round (a part over the threshold that cannot be
+    cut is listed, not split);
+  - doubled spaces: parts whose names hold two blanks in a row;
+  - undo identical: every operation undone, newest first, gives back the tree byte for byte.
+The generated row is a seeded vault of about 200 notes (tests/test_split_property.py's
+generator): eight over 15 KB, copies and drafts sharing identifiers across folders, every
+link syntax and identity form. Exits 1 when any of those columns is bad.
 """
 
 from __future__ import annotations
@@ -21,70 +35,137 @@ from pathlib import Path
 
 import msgspec
 
-from vaultd.config import Config
-from vaultd.vault import Vault
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from split_oracle import View, compare, doubled_spaces, lines_lost, read_tree  # noqa: E402
+from vaultd.config import Config  # noqa: E402
+from vaultd.errors import QueryError  # noqa: E402
+from vaultd.vault import Vault  # noqa: E402
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+COLUMNS = ["corpus", "over 15 KB", "split", "parts", "links rewritten", "cannot split", "broken before", "after",
+           "newly broken", "re-targeted", "shown", "scaffold", "lines lost", "split again", "doubled spaces",
+           "undo identical"]
+BAD = ["newly broken", "re-targeted", "shown", "scaffold", "lines lost", "split again", "doubled spaces"]
 
 
 def broken(v: Vault) -> Counter:
     return Counter((b["raw"], b["broken"]) for b in v.broken()["broken"])
 
 
+def apply_all(v: Vault, over: list[dict] | None = None) -> tuple[list[str], list[str]]:
+    """Apply every proposal (`over`: split_candidates()["over"], when just asked), through
+    Vault.split_all when there is one. Returns (ops, refusals)."""
+    if hasattr(v, "split_all"):
+        res = v.split_all()
+        if isinstance(res, dict):
+            ops = [x if isinstance(x, str) else x.get("op") for x in res.get("ops", res.get("split", []))]
+            return [o for o in ops if o], [f"{c.get('path')}: {c.get('why')}" for c in res.get("cannot", [])
+                                           if isinstance(c, dict)]
+        return [x if isinstance(x, str) else x["op"] for x in res], []
+    ops, refused = [], []
+    for c in v.split_candidates()["over"] if over is None else over:
+        try:
+            ops.append(v.split_note(c["path"], check_quiet=False)["op"])
+        except QueryError as e:
+            refused.append(f"{c['path']}: {e}")
+    return ops, refused
+
+
+def run(name: str, vault: Path, work: Path) -> tuple[dict, list[str]]:
+    """One row of the table, and lines of detail for stderr."""
+    detail: list[str] = []
+    for path in [vault, *vault.rglob("*")]:  # a copy of a read-only tree: the splitter skips read-only files
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
+    original = read_tree(vault)
+    before_view = View(original)
+    cfg = Config(vault=str(vault), state_dir=str(work / "state"))
+    cfg = msgspec.structs.replace(cfg, split=msgspec.structs.replace(cfg.split, quiet=0.0)).load()
+    v = Vault(cfg)
+    try:
+        v.reconcile()
+        before = broken(v)
+        cand = v.split_candidates()
+        over = len(cand["over"]) + len([c for c in cand["cannot"] if c["size"] > cfg.split.threshold])
+        ops, refused = apply_all(v, cand["over"])
+        again, refused2 = apply_all(v)  # a second round: must split nothing
+        hist = {e["op"]: e for e in v.split_history()["history"]}
+        done = ops + again
+        parts = sum(len(hist[o]["parts"]) for o in ops)
+        rewritten = sum(hist[o]["rewritten"] for o in ops)
+        cannot = v.split_candidates()["cannot"]
+        after = broken(v)
+        origin = {p: hist[o]["note"] for o in done for p in hist[o]["parts"]}
+        after_view = View(read_tree(vault), origin)
+        mismatches = compare(before_view, after_view)
+        kinds = Counter()
+        for m in mismatches:
+            n = max(len(m.before), len(m.after))
+            kinds["newly broken" if m.kind == "newly broken" else "shown" if m.kind == "shown changed"
+                  else "re-targeted"] += n
+        scaffold = after_view.scaffold_problems()
+        lost = lines_lost(before_view, after_view)
+        doubled = doubled_spaces(origin)
+        for op in reversed(done):
+            v.split_undo(op)
+    finally:
+        v.close()
+    same = read_tree(vault) == original
+    row = {
+        "corpus": name, "over 15 KB": over, "split": len(ops), "parts": parts, "links rewritten": rewritten,
+        "cannot split": len(cannot), "broken before": sum(before.values()), "after": sum(after.values()),
+        "newly broken": kinds["newly broken"], "re-targeted": kinds["re-targeted"], "shown": kinds["shown"],
+        "scaffold": len(scaffold), "lines lost": sum(lost.values()), "split again": len(again),
+        "doubled spaces": len(doubled), "undo identical": "yes" if same else "NO",
+    }
+    for m in mismatches[:8]:
+        detail.append(f"  {m}")
+    detail += [f"  scaffold: {p}" for p in scaffold[:5]]
+    detail += [f"  line lost: {line!r} x{n}" for line, n in list(lost.items())[:5]]
+    detail += [f"  split again: {hist[o]['note']} -> {len(hist[o]['parts'])} parts" for o in again[:5]]
+    detail += [f"  doubled spaces: {p}" for p in doubled[:5]]
+    detail += [f"  refused: {r}" for r in (refused + refused2)[:3]]
+    detail += [f"  cannot: {c['path']}: {c['why']}" for c in cannot[:3]]
+    return row, detail
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpora", nargs="*")
+    ap.add_argument("--no-generated", action="store_true", help="leave out the generated vault")
+    ap.add_argument("--seed", type=int, default=1, help="of the generated vault")
     args = ap.parse_args()
     corpora = [Path(c) for c in args.corpora] or sorted(p for p in (SHARED / "corpora").iterdir() if p.is_dir())
-    print("| corpus | over 15 KB | split | parts | links rewritten | cannot split | broken before | after | newly broken | undo identical |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    sources: list[tuple[str, Path | dict[str, str]]] = [(c.name, c) for c in corpora]
+    if not args.no_generated:
+        from test_split_property import big_vault
+
+        gv = big_vault(args.seed)
+        sources.append((f"generated (seed {args.seed}, {len(gv.files)} notes)", gv.files))
+    print("| " + " | ".join(COLUMNS) + " |")
+    print("|" + "---|" * len(COLUMNS))
     failed = False
-    for src in corpora:
+    for name, src in sources:
         work = Path(tempfile.mkdtemp(prefix="vs"))
+        t = time.perf_counter()
         try:
-            vault = work / src.name
-            shutil.copytree(src, vault)
-            for path in [vault, *vault.rglob("*")]:  # a copy of a read-only tree: the splitter skips read-only files
-                path.chmod(path.stat().st_mode | 0o200)
-            original = tree(vault)
-            cfg = Config(vault=str(vault), state_dir=str(work / "state"))
-            cfg = msgspec.structs.replace(cfg, split=msgspec.structs.replace(cfg.split, quiet=0.0)).load()
-            v = Vault(cfg)
-            t = time.perf_counter()
-            v.reconcile()
-            before = broken(v)
-            cand = v.split_candidates()
-            over = len(cand["over"]) + len([c for c in cand["cannot"] if c["size"] > cfg.split.threshold])
-            ops = []
-            while True:
-                new = v.auto_split()
-                if not new:
-                    break
-                ops += new
-            hist = {e["op"]: e for e in v.split_history()["history"]}
-            parts = sum(len(hist[o]["parts"]) for o in ops)
-            rewritten = sum(hist[o]["rewritten"] for o in ops)
-            cannot = v.split_candidates()["cannot"]
-            after = broken(v)
-            newly = after - before
-            for op in reversed(ops):
-                v.split_undo(op)
-            v.close()
-            same = tree(vault) == original
-            failed |= bool(newly) or not same
-            print(f"| {src.name} | {over} | {len(ops)} | {parts} | {rewritten} | {len(cannot)} | {sum(before.values())} | "
-                  f"{sum(after.values())} | {sum(newly.values())} | {'yes' if same else 'NO'} |")
-            for (raw, why), n in list(newly.items())[:5]:
-                print(f"  newly broken: {raw} ({why}) x{n}", file=sys.stderr)
-            for c in cannot[:3]:
-                print(f"  cannot: {c['path']}: {c['why']}", file=sys.stderr)
-            print(f"  ({time.perf_counter() - t:.1f} s)", file=sys.stderr)
+            vault = work / "vault"
+            if isinstance(src, Path):
+                shutil.copytree(src, vault, symlinks=True)
+            else:
+                for rel, text in src.items():
+                    (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (vault / rel).write_bytes(text.encode())
+            row, detail = run(name, vault, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        bad = any(row[c] for c in BAD) or row["undo identical"] != "yes"
+        failed |= bad
+        print("| " + " | ".join(str(row[c]) for c in COLUMNS) + " |", flush=True)
+        print(f"{name}: {time.perf_counter() - t:.1f} s{' BAD' if bad else ''}", file=sys.stderr)
+        for line in detail:
+            print(line, file=sys.stderr)
     return 1 if failed else 0
 
 
