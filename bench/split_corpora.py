@@ -56,13 +56,9 @@ def broken(v: Vault) -> Counter:
 def apply_all(v: Vault, over: list[dict] | None = None) -> tuple[list[str], list[str]]:
     """Apply every proposal (`over`: split_candidates()["over"], when just asked), through
     Vault.split_all when there is one. Returns (ops, refusals)."""
-    if hasattr(v, "split_all"):
+    if hasattr(v, "split_all"):  # {"split": [{"note", "op", ...}], "skipped": [{"note", "why"}]}
         res = v.split_all()
-        if isinstance(res, dict):
-            ops = [x if isinstance(x, str) else x.get("op") for x in res.get("ops", res.get("split", []))]
-            return [o for o in ops if o], [f"{c.get('path')}: {c.get('why')}" for c in res.get("cannot", [])
-                                           if isinstance(c, dict)]
-        return [x if isinstance(x, str) else x["op"] for x in res], []
+        return [d["op"] for d in res["split"]], [f"{d['note']}: {d['why']}" for d in res["skipped"]]
     ops, refused = [], []
     for c in v.split_candidates()["over"] if over is None else over:
         try:
