@@ -275,6 +275,7 @@ PARTS = {
     "mdlink": ("Big - Part.md", '---\ntitle: "Part"\n---\n\nPart of [Zanzibar [v2] plans](Big%20note.md).\n\n# Part\n', "md", "Big note.md"),
     "denote": ("20250101T000001--part.org", "#+title:      Part\n#+filetags:   :x:\n#+identifier: 20250101T000001\n\nPart of [[denote:20250101T000000][Zanzibar plans]].\n\n* Part\n", "denote", "20250101T000000"),
     "file": ("part.org", ":PROPERTIES:\n:ID: p-uuid\n:END:\n#+title: Part\n\nPart of [[file:big.org][Zanzibar plans]].\n* Part\n", "file", "big.org"),
+    "bracketed": ("part.org", "#+title: Part\n\nPart of [[file:big.org][[2025] Zanzibar [v2]]].\n", "file", "big.org"),
     "id": ("part.org", "#+title: Part\n:PROPERTIES:\n:ID: p-uuid\n:END:\nPart of [[id:4a1b-22][Zanzibar plans]].\n", "id", "4a1b-22"),
 }
 
@@ -306,6 +307,7 @@ def test_part_header_line_is_blanked_and_its_link_kept(name):
     ("a.org", "#+title: A\ntext\nPart of [[file:big.org][Zanzibar]].\n"),
     ("a.org", "#+title: A\n#+begin_quote\nPart of [[file:big.org][Zanzibar]].\n#+end_quote\n"),
     ("a.org", "Part of [[file:big.org][Zanzibar]] and [[file:c.org][Other]].\n"),
+    ("a.org", "Part of [[file:big.org][Zanzibar]] [[file:c.org][Other]].\n"),
 ])
 def test_a_part_of_line_anywhere_else_is_text(path, src):
     assert "Zanzibar" in parse_file(path, src.encode()).body

@@ -13,13 +13,15 @@ PART_HEADER = re.compile(
     r"Part of (?:"
     r"\[\[[^\[\]|#\n]+\|[^\[\]\n]*\]\]"  # Markdown: [[STEM|HUB TITLE]]
     r"|\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\([^\s()<>]+\)"  # Markdown: [HUB TITLE](relative/path.md)
-    r"|(?P<org>\[\[(?:denote|file|id):[^\[\]\n]+\]\[[^\[\]\n]*\]\])"  # Org: [[denote:ID][HUB TITLE]], file:, id:
+    # Org: [[denote:ID][HUB TITLE]], file:, id:; a title may hold brackets, not "]]"
+    r"|(?P<org>\[\[(?:denote|file|id):[^\[\]\n]+\]\[(?:[^\]\n]|\](?!\]))*\]?\]\])"
     r")\."
 )
 """The back-link line the splitter (split.py) writes at the top of each part of a split
 note, fully matched (without its newline): `Part of [[STEM|HUB TITLE]].` or `Part of [HUB
 TITLE](relative/path.md).` in Markdown, `Part of [[denote:IDENTIFIER][HUB TITLE]].`
-(or `file:`, `id:`) in Org, where the group `org` is set. In its place (part_header) the
+(or `file:`, `id:`) in Org, where the group `org` is set. A title in [[...|...]] holds
+no bracket, and one in an Org link no "]]": the link would not read as one. In its place (part_header) the
 parser keeps its link but blanks it in the searchable body: a part would otherwise match
 every search for its hub's title."""
 
