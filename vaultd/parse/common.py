@@ -21,9 +21,9 @@ PART_HEADER = re.compile(
 note, fully matched (without its newline): `Part of [[STEM|HUB TITLE]].` or `Part of [HUB
 TITLE](relative/path.md).` in Markdown, `Part of [[denote:IDENTIFIER][HUB TITLE]].`
 (or `file:`, `id:`) in Org, where the group `org` is set. A title in [[...|...]] holds
-no bracket, and one in an Org link no "]]": the link would not read as one. In its place (part_header) the
-parser keeps its link but blanks it in the searchable body: a part would otherwise match
-every search for its hub's title."""
+no bracket, and one in an Org link no "]]": the link would not read as one. In its
+place (part_header) the parser keeps its link but blanks it in the searchable body: a
+part would otherwise match every search for its hub's title."""
 
 _ORG_KEYWORD_LINE = re.compile(r"[ \t]*#\+(?!(?:begin|end):)\w+:", re.IGNORECASE)  # not a dynamic block's ends
 
