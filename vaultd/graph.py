@@ -372,14 +372,23 @@ class Graph:
 
     def what_if(self, changed: dict[str, Note]) -> "Graph":
         """A resolver over the vault as it would be with the `changed` notes written (new
-        or replaced): the lookup tables copied and updated, nothing resolved (call
-        `resolve`). The splitter checks a plan against it before writing a byte."""
+        or replaced): the lookup tables copied (shallowly; the lists of the names the
+        changed notes answer to, deeply) and updated, nothing resolved (call `resolve`).
+        The splitter checks a plan against it before writing a byte."""
         with self._lock:
             g = Graph()
             g.notes = {**self.notes, **changed}
             g._by_path = dict(self._by_path)
-            for name in ("_by_stem", "_by_alias", "_by_id", "_by_uuid"):
-                setattr(g, name, defaultdict(list, {k: list(v) for k, v in getattr(self, name).items()}))
+            tables = ("_by_stem", "_by_alias", "_by_id", "_by_uuid")
+            for name in tables:
+                setattr(g, name, defaultdict(list, getattr(self, name)))
+            for n in [*changed.values(), *(self.notes[p] for p in changed if p in self.notes)]:
+                for name, ks in zip(tables, ([key(stem_of(n.path))], map(key, n.aliases), [n.id] if n.id else [],
+                                             n.uuids)):
+                    table = getattr(g, name)
+                    for k in ks:
+                        if k in table:
+                            table[k] = list(table[k])  # this graph's own, before it changes
             for p, n in changed.items():
                 if p in self.notes:
                     g._unindex(self.notes[p])
