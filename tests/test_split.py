@@ -643,3 +643,21 @@ def test_no_part_is_over_the_threshold_so_none_is_split_again(tmp_path):
         assert v.auto_split() == [] and v.split_candidates()["over"] == []
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("name,head", [("plans.org", "#+title: [2025] Plans | a *bold* one\n\n"),
+                                       ("plans.md", "---\ntitle: \"[2025] Plans | a *bold* one\"\n---\n\n")])
+def test_a_hub_title_with_brackets_still_gives_parts_a_back_link_line(tmp_path, name, head):
+    from vaultd.parse import parse_file
+
+    org = name.endswith(".org")
+    big = head + "".join(("* " if org else "# ") + f"Head {i}\n" + "text line here for the note\n" * 380 for i in range(3))
+    v = _vault(tmp_path, {name: big}, quiet=0)
+    try:
+        res = v.split_note(name)
+        for p in res["parts"]:
+            n = parse_file(p, (v.root / p).read_bytes())
+            assert any(r.target == name and not r.broken for r in v.graph.links(p)), "the back link leads to the hub"
+            assert "Plans" not in n.body, "the back-link line is not searchable text of the part"
+    finally:
+        v.close()

@@ -144,18 +144,20 @@ def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
 
 
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
+_NO_BRACKETS = str.maketrans("[]|", "   ")
 _EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/]+|[_+/]+(?!\w)")
 
 
 def plain(text: str) -> str:
     """A heading as readable text: links reduced to their label (`[[a|b]]`, `[[a][b]]`,
-    `[b](a)` to b), emphasis marks dropped, runs of blanks made one."""
+    `[b](a)` to b), emphasis marks and the brackets and bars a link label cannot hold
+    dropped, runs of blanks made one."""
     def label(m: re.Match) -> str:
         if m.group(2) is not None:
             return m.group(2)
         t = m.group(1)
         return t.split("|", 1)[1] if "|" in t else t
-    return " ".join(_EMPHASIS.sub("", _LINK_TEXT.sub(label, text)).split())
+    return " ".join(_EMPHASIS.sub("", _LINK_TEXT.sub(label, text)).translate(_NO_BRACKETS).split())
 
 
 def _slug(text: str) -> str:
