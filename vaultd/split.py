@@ -449,6 +449,8 @@ def _retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: 
         # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
         _, _, anchor = link.label.partition("#")
         name = posixpath.basename(target).rsplit(".", 1)[0]
+        if any(c.isspace() for c in name):  # no longer read that way: the Obsidian form, same text shown
+            return f"{'!' if k == 'embed' else ''}[[{name}#{anchor}|{link.target}]]"
         return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
     if internal and k == "internal" and not target.endswith(".org") and "](" in link.raw \
             and not link.raw.lstrip("!").startswith("[["):
