@@ -661,3 +661,19 @@ def test_a_hub_title_with_brackets_still_gives_parts_a_back_link_line(tmp_path, 
             assert "Plans" not in n.body, "the back-link line is not searchable text of the part"
     finally:
         v.close()
+
+
+def test_links_made_longer_by_the_split_never_push_a_part_over_the_threshold(tmp_path):
+    # each section links to the next by custom id: moved apart, `[[#h2][x]]` becomes a
+    # `file:` link some 40 bytes longer, many times over
+    org = "#+title: Linked\n\n" + "".join(
+        f"* Head {i}\n:PROPERTIES:\n:CUSTOM_ID: h{i}\n:END:\n" + f"text [[#h{(i + 1) % 4}][next]] here\n" * 290
+        for i in range(4))
+    v = _vault(tmp_path, {"linked.org": org}, quiet=0)
+    try:
+        res = v.split_note("linked.org")
+        sizes = {p: (v.root / p).stat().st_size for p in res["parts"]}
+        assert all(s <= v.config.split.threshold for s in sizes.values()), sizes
+        assert v.split_candidates()["over"] == [] and v.broken()["total"] == 0
+    finally:
+        v.close()

@@ -189,10 +189,11 @@ NAME_BYTES = 200
 
 
 def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
-               read=lambda p: (Path(p)).read_bytes(), names_taken: tuple[set[str], set[str]] | None = None) -> Plan:
+               read=lambda p: (Path(p)).read_bytes(), names_taken: tuple[set[str], set[str]] | None = None,
+               margin: int = 0) -> Plan:
     """What splitting `note` (whose file holds `data`) would write, checked (see `verify`).
     Raises SplitError. `names_taken`: `taken(graph)`, when the caller plans many notes
-    (it reads every note)."""
+    (it reads every note). `margin`: bytes more kept free in each part (see the end)."""
     if note.problems:
         raise SplitError(f"{note.path} has parse problems: {note.problems[0]}")
     if len(data) <= cfg.threshold:
@@ -226,7 +227,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if room > cfg.threshold // 2:
         raise SplitError(f"{note.path}: each part's title, tags and back link would take {room} bytes, "
                          f"more than half the {cfg.threshold}-byte threshold")
-    chunks, oversized = _sections(lines, heads, cfg.threshold - max(room, HEADER_ROOM // 4))
+    chunks, oversized = _sections(lines, heads, cfg.threshold - max(room, HEADER_ROOM // 4) - margin)
     if len(chunks) < 2:
         raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     ids_taken, existing = names_taken or taken(graph)
@@ -340,6 +341,12 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         plan.rewritten += len(items)
     plan.changes.append(FileChange(note.path, data, hub))
     plan.line_map = line_map
+    # Links rewritten to name a part are longer: a part they push over the threshold would
+    # be split again, so cut smaller (a section that cannot be cut is over it anyway)
+    over = max((len(c.after) - cfg.threshold for c, (_, _, head) in zip(plan.changes, chunks)
+                if head not in oversized), default=0)
+    if over > 0 and margin < cfg.threshold // 4:
+        return plan_split(note, data, graph, vault, cfg, read, names_taken, margin + over + 64)
     problems = verify(plan, graph)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
