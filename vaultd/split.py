@@ -39,7 +39,7 @@ from .note import ID_ANCHOR, Heading, Note, headings_of, links_of
 from .parse import parse_file
 from .parse.common import github_slug, numbered
 from .parse.denote import parse_name
-from .parse.links import _MDLINK
+from .parse.links import retarget
 from .state import write_atomic
 
 logger = logging.getLogger("vaultd.split")
@@ -288,7 +288,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     for src, r in graph.backlinks(note.path, anchored=True):  # a link to the note itself stays as it is
         if r.line is None or r.line not in line_part or follows(r):
             continue
-        new = _retarget(r.link, src, **to(line_part[r.line]), anchor=anchor_in_part(r))
+        new = retarget(r.link, src, **to(line_part[r.line]), anchor=anchor_in_part(r))
         if new and new != r.link.raw:
             edits.setdefault(src, []).append((r.link.line, r.link.col, r.link.raw, new))
     own = []  # the note's links to its own headings, from wherever they end up
@@ -297,14 +297,14 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             here = line_part.get(r.link.line)
             # `[[#H]]` stays valid within one part; `[[Note#H]]` names the note, which is now the hub
             if here != line_part[r.line] or r.link.kind != "internal" or anchor_in_part(r):
-                new = _retarget(r.link, part_paths[here] if here is not None else note.path,
+                new = retarget(r.link, part_paths[here] if here is not None else note.path,
                                 **to(line_part[r.line]), internal=True, anchor=anchor_in_part(r))
                 if new:
                     own.append((r.link.line, r.link.col, r.link.raw, new))
         elif r.target == note.path and r.link.kind == "internal" and r.link.line in line_part and r.line is not None:
             # `[[#H]]` moved into a part, to a heading the hub keeps: it names the hub now
             hub_id = dn.id if dn else None
-            new = _retarget(r.link, part_paths[line_part[r.link.line]], note.path, hub_id, internal=True)
+            new = retarget(r.link, part_paths[line_part[r.link.line]], note.path, hub_id, internal=True)
             if new:
                 own.append((r.link.line, r.link.col, r.link.raw, new))
 
@@ -441,65 +441,6 @@ def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -
     if text[col - 1 : col - 1 + len(old)] != old:
         raise SplitError(f"{path}:{ln}: link {old!r} is not where the index says; reindex and retry")
     return (text[: col - 1] + new + text[col - 1 + len(old) :]).encode()
-
-
-def _retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: str | None = None,
-              internal: bool = False, anchor: str | None = None) -> str | None:
-    """The link text pointing at `target` (a part) instead, same label, same anchor (or
-    `anchor`, the heading's own in the part when it is numbered anew there): in the same
-    syntax, naming the part as the link named the note (its identifier `new_id`, its
-    :ID: `new_uuid`), else by path."""
-    k = link.kind
-    old_anchor, anchor = link.anchor, anchor or link.anchor
-    if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
-            not any(c.isspace() for c in link.label.split("#")[0]):
-        # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
-        _, _, anchor = link.label.partition("#")
-        name = posixpath.basename(target).rsplit(".", 1)[0]
-        if any(c.isspace() for c in name):  # no longer read that way: the Obsidian form, same text shown
-            return f"{'!' if k == 'embed' else ''}[[{name}#{anchor}|{link.target}]]"
-        return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
-    if internal and k == "internal" and not target.endswith(".org") and "](" in link.raw \
-            and not link.raw.lstrip("!").startswith("[["):
-        # a Markdown [label](#anchor) stays a Markdown link: a vault of them may read no other kind
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        cut = link.raw.rindex("](")  # its label and #anchor kept as written
-        rest = link.raw[cut + 2 : -1]
-        if anchor != old_anchor:
-            rest = rest.replace(f"#{old_anchor}", f"#{anchor}", 1)
-        return f"{link.raw[:cut]}]({urllib.parse.quote(rel)}{rest})"
-    if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
-        name = posixpath.basename(target).rsplit(".", 1)[0]
-        if "/" in link.target:
-            name = target.rsplit(".", 1)[0]
-        label = f"|{link.label}" if link.label else ""
-        bang = "!" if link.raw.startswith("!") else ""
-        return f"{bang}[[{name}#{anchor}{label}]]"
-    if k == "md":
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        m = _MDLINK.match(link.raw, link.raw.startswith("!"))  # the parser's own reading of it
-        if m is None:
-            return None
-        if m.group(2).startswith("<"):
-            dest = f"<{rel}#{anchor}>" if anchor else f"<{rel}>"
-        else:
-            dest = urllib.parse.quote(rel) + (f"#{urllib.parse.quote(anchor)}" if anchor else "")
-        return link.raw[: m.start(2)] + dest + link.raw[m.end(2) :]  # its "!", label and title kept
-    if k == "file" or (internal and k == "internal"):
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[file:{rel}::{anchor}]{desc}]"
-    if k == "denote" and new_id:
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[denote:{new_id}::{anchor}]{desc}]"
-    if k == "id" and new_uuid:
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[id:{new_uuid}::{anchor}]{desc}]"
-    if k in ("denote", "id"):  # the part has no identifier of that kind: by its path
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[file:{rel}::{anchor}]{desc}]"
-    return None
 
 
 def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: str | None, hub_id: str | None,

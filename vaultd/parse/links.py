@@ -3,14 +3,16 @@
 Nothing inside code counts: Markdown fences, indented code and `inline code`; Org
 src/example/export blocks, `: ` fixed-width lines, =verbatim= and ~code~. Look-alikes
 are not links: `[[TIP("...")]]` and `[[/TIP]]` macros, `[[ ]]`, `[[:digit:]]`.
-Resolution happens later, in graph.py, against the whole vault.
+Resolution happens later, in graph.py, against the whole vault. `retarget` writes each
+syntax read here anew, leading elsewhere (the splitter's rewrites).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from operator import itemgetter
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from ..note import Block, Link
 from .common import fence_step
@@ -196,6 +198,72 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
         last = b if b < first else first
     out.append(line[last:first])
     return "".join(out)
+
+
+# -- writing: each syntax read above, made to lead elsewhere ------------------------------
+
+
+def retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: str | None = None,
+              internal: bool = False, anchor: str | None = None) -> str | None:
+    """The text of `link` (written in `src`) made to lead to `target` instead (the splitter's
+    part), with the same label and anchor (or `anchor`, the heading's own in the part when
+    it is numbered anew there): in the same syntax as the readers above read it, naming the
+    part as the link named the note (its identifier `new_id`, its :ID: `new_uuid`), else by
+    path. `internal`: a link within the note being split (`[[#H]]`, `[x](#h)`). None when
+    the syntax cannot name `target`."""
+    k = link.kind
+    old_anchor, anchor = link.anchor, anchor or link.anchor
+    if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
+            not any(c.isspace() for c in link.label.split("#")[0]):
+        # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
+        _, _, anchor = link.label.partition("#")
+        name = posixpath.basename(target).rsplit(".", 1)[0]
+        if any(c.isspace() for c in name):  # no longer read that way: the Obsidian form, same text shown
+            return f"{'!' if k == 'embed' else ''}[[{name}#{anchor}|{link.target}]]"
+        return f"{'!' if k == 'embed' else ''}[[{link.target}|{name}#{anchor}]]"
+    if internal and k == "internal" and not target.endswith(".org") and "](" in link.raw \
+            and not link.raw.lstrip("!").startswith("[["):
+        # a Markdown [label](#anchor) stays a Markdown link: a vault of them may read no other kind
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        cut = link.raw.rindex("](")  # its label and #anchor kept as written
+        rest = link.raw[cut + 2 : -1]
+        if anchor != old_anchor:
+            rest = rest.replace(f"#{old_anchor}", f"#{anchor}", 1)
+        return f"{link.raw[:cut]}]({quote(rel)}{rest})"
+    if k in ("wiki", "embed") or (internal and k == "internal" and not target.endswith(".org")):
+        name = posixpath.basename(target).rsplit(".", 1)[0]
+        if "/" in link.target:
+            name = target.rsplit(".", 1)[0]
+        label = f"|{link.label}" if link.label else ""
+        bang = "!" if link.raw.startswith("!") else ""
+        return f"{bang}[[{name}#{anchor}{label}]]"
+    if k == "md":
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        m = _MDLINK.match(link.raw, link.raw.startswith("!"))  # the parser's own reading of it
+        if m is None:
+            return None
+        if m.group(2).startswith("<"):
+            dest = f"<{rel}#{anchor}>" if anchor else f"<{rel}>"
+        else:
+            dest = quote(rel) + (f"#{quote(anchor)}" if anchor else "")
+        return link.raw[: m.start(2)] + dest + link.raw[m.end(2) :]  # its "!", label and title kept
+    if k == "file" or (internal and k == "internal"):
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[file:{rel}::{anchor}]{desc}]"
+    if k == "denote" and new_id:
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[denote:{new_id}::{anchor}]{desc}]"
+    if k == "id" and new_uuid:
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[id:{new_uuid}::{anchor}]{desc}]"
+    if k in ("denote", "id"):  # the part has no identifier of that kind: by its path
+        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        desc = f"[{link.label}]" if link.label else ""
+        return f"[[file:{rel}::{anchor}]{desc}]"
+    return None
+
+
 
 
 def extract(lines: list[str], first: int, org: bool, code: bool = True) -> tuple[list[Link], list[Block], list[str]]:
