@@ -96,3 +96,20 @@ def test_env_overrides(vault, monkeypatch, tmp_path):
     monkeypatch.setenv("VAULTD_SOCKET", str(tmp_path / "x.sock"))
     cfg = Config().load()
     assert cfg.vault == str(vault.resolve()) and cfg.socket == str(tmp_path / "x.sock")
+
+
+def test_split_mode_flag_over_environment_over_file(tmp_path, monkeypatch):
+    (tmp_path / "v").mkdir()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'vault = "{tmp_path / "v"}"\n[split]\nmode = "auto"\n')
+    base = Config.from_file(cfg)
+    assert base.with_overrides().load().split.mode == "auto"
+    monkeypatch.setenv("VAULTD_SPLIT", "off")
+    assert base.with_overrides().load().split.mode == "off"
+    assert base.with_overrides(split="propose").load().split.mode == "propose"
+    monkeypatch.setenv("VAULTD_SPLIT", "sometimes")
+    with pytest.raises(ConfigError, match="VAULTD_SPLIT"):
+        base.with_overrides().load()
+    out = subprocess.run([sys.executable, "-m", "vaultd", "check", "--vault", str(tmp_path / "v"), "--split", "propose"],
+                         capture_output=True, text=True)
+    assert "split:     propose: vaultd never writes into the vault on its own" in out.stdout

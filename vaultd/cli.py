@@ -113,12 +113,13 @@ def index(config_path, vault, state_dir, log_level):
 @cli.command()
 @common
 @click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
-def check(config_path, vault, state_dir, log_level, socket):
+@_split_option
+def check(config_path, vault, state_dir, log_level, socket, split):
     """Check the config, the vault and the daemon; exit 1 if something is wrong."""
     import json
     import socket as so
 
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket)
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
     from .filters import NoteFilter
     from .index import SCHEMA_VERSION
 
@@ -131,6 +132,11 @@ def check(config_path, vault, state_dir, log_level, socket):
     state = "none yet (built at first start)" if version is None else (
         "ok" if version == str(SCHEMA_VERSION) else f"schema {version}, will be rebuilt to {SCHEMA_VERSION}")
     click.echo(f"index:     {Path(cfg.state_dir) / 'index'}: {state}")
+    click.echo(f"split:     {cfg.split.mode}: " + {
+        "auto": f"notes that grow past {cfg.split.threshold} bytes while vaultd runs are split once quiet; "
+                "notes already over it are only proposed (`vaultq split --list`)",
+        "propose": "vaultd never writes into the vault on its own; `vaultq split --list` proposes",
+        "off": "vaultd never writes into the vault on its own"}[cfg.split.mode])
     try:
         with so.socket(so.AF_UNIX) as s:
             s.settimeout(5)
