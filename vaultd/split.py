@@ -236,16 +236,16 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     # Parts of an Org note with a file-level :ID: (org-roam) get their own too
     uuids = [str(uuid.uuid4()) for _ in chunks] if file_uuid else []
     names: list[str] = []
-    for i, (_, _, title) in enumerate(chunks):
+    for i, (_, _, head) in enumerate(chunks):
         if dn:
             kws = ("__" + "_".join(dn.keywords)) if dn.keywords else ""
-            name = f"{ids[i]}--{_slug(title)}{kws}{ext}"
+            name = f"{ids[i]}--{_slug(head)}{kws}{ext}"
         else:
             if "." in stem and not any(c.isspace() for c in stem):  # a Dendron hierarchy: a child note
-                base = f"{stem}.{_slug(title)}"
+                base = f"{stem}.{_slug(head)}"
             else:
                 room = max(40, NAME_BYTES - 20 - len(stem.encode()))
-                base = f"{stem} - {_cut(_name_part(title), 80, room) or 'part'}"
+                base = f"{stem} - {_cut(_name_part(head), 80, room) or 'part'}"
             base = base if len(base.encode()) <= NAME_BYTES else _cut(base, NAME_BYTES, NAME_BYTES)
             name, k = base + ext, 2
             while (posixpath.join(folder, name).casefold() in existing or name.casefold() in map(str.casefold, names)
