@@ -214,7 +214,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     markdown = not org and _markdown_style(r.link for r in graph.links(note.path))
     title = plain(note.title) or stem
     heading_ids = {b.id[len(ID_ANCHOR):] for b in note.blocks if b.id.startswith(ID_ANCHOR)}
-    file_uuid = next((u for u in note.uuids if u not in heading_ids), None) if org else None
+    file_uuid = next((u for u in note.uuids if u not in heading_ids), None)  # :ID: or front-matter id
 
     def header(head: str, ident: str | None, new_uuid: str | None) -> bytes:
         return _part_header(org, plain(head) or "part", note, ident, new_uuid, dn.id if unique_id else None, stem,
@@ -233,7 +233,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     ids_taken, existing = names_taken or taken(graph)
     # Parts of a note with an identifier get their own, as Denote gives a note made now
     ids = _fresh_ids(ids_taken, len(chunks)) if (dn or note.id) else []
-    # Parts of an Org note with a file-level :ID: (org-roam) get their own too
+    # Parts of a note with a file-level :ID: (org-roam) or front-matter id (Dendron) get their own too
     uuids = [str(uuid.uuid4()) for _ in chunks] if file_uuid else []
     names: list[str] = []
     for i, (_, _, head) in enumerate(chunks):
@@ -463,6 +463,8 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
         fm.append(f"tags: [{', '.join(json.dumps(t, ensure_ascii=False) for t in tags)}]")
     if ident:
         fm.append(f'identifier: "{ident}"')
+    if new_uuid:
+        fm.append(f'id: "{new_uuid}"')
     fm.append("---")
     back = f"[{title}]({urllib.parse.quote(name)})" if markdown else f"[[{stem}|{title}]]"
     return ("\n".join(fm) + f"\n\nPart of {back}.\n\n").encode()

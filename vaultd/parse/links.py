@@ -110,7 +110,12 @@ def _md_link(line: str, m: re.Match, start: int, lineno: int) -> Link | None:
     col = start + 1
     raw = line[start : m.end()]
     if ":" in dest:  # both a scheme and "://" need one
-        if dest.lower().startswith("file:"):
+        scheme = dest.split(":", 1)[0].lower()
+        if scheme in ("denote", "id"):  # Denote's Markdown links: [label](denote:ID)
+            ident, _, anchor = dest[len(scheme) + 1 :].partition("::")
+            return Link(line=lineno, col=col, raw=raw, kind=scheme, target=ident.strip(), anchor=anchor.strip(),
+                        label=text)
+        if scheme == "file":
             dest = dest[5:]
         elif _SCHEME.match(dest) or "://" in dest:
             return Link(line=lineno, col=col, raw=raw, kind="url", target=dest, label=text)
@@ -238,7 +243,12 @@ def retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: s
         bang = "!" if link.raw.startswith("!") else ""
         return f"{bang}[[{name}#{anchor}{label}]]"
     if k == "md":
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
+        if link.target.startswith("/"):  # from the vault's top, as written
+            rel = "/" + target
+        elif "/" not in link.target.replace("\\", "/"):  # Obsidian's shortest path: the name alone
+            rel = posixpath.basename(target)
+        else:
+            rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         m = _MDLINK.match(link.raw, link.raw.startswith("!"))  # the parser's own reading of it
         if m is None:
             return None
@@ -251,19 +261,17 @@ def retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: s
         rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
         desc = f"[{link.label}]" if link.label else ""
         return f"[[file:{rel}::{anchor}]{desc}]"
-    if k == "denote" and new_id:
+    if k in ("denote", "id"):
+        name = f"denote:{new_id}" if k == "denote" and new_id else f"id:{new_uuid}" if k == "id" and new_uuid else None
+        if not link.raw.startswith("[["):  # Denote's Markdown form, [label](denote:ID), kept
+            dest = name or quote(posixpath.relpath(target, posixpath.dirname(src) or "."))
+            sep = "::" if name else "#"
+            return f"[{link.label}]({dest}{sep + anchor if anchor else ''})"
         desc = f"[{link.label}]" if link.label else ""
-        return f"[[denote:{new_id}::{anchor}]{desc}]"
-    if k == "id" and new_uuid:
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[id:{new_uuid}::{anchor}]{desc}]"
-    if k in ("denote", "id"):  # the part has no identifier of that kind: by its path
-        rel = posixpath.relpath(target, posixpath.dirname(src) or ".")
-        desc = f"[{link.label}]" if link.label else ""
-        return f"[[file:{rel}::{anchor}]{desc}]"
+        if name is None:  # the part has no identifier of that kind: by its path
+            name = "file:" + posixpath.relpath(target, posixpath.dirname(src) or ".")
+        return f"[[{name}::{anchor}]{desc}]"
     return None
-
-
 
 
 def extract(lines: list[str], first: int, org: bool, code: bool = True) -> tuple[list[Link], list[Block], list[str]]:
