@@ -73,7 +73,8 @@ class RandDraw:
         return self._rng.random() < 0.5
 
 
-HEADS = ["Alpha", "Notes", "Beta 2.1", "Notes", "Café ü", "Q&A: why?", "가치관", "Plan :work:", "a / b", "Alpha"]
+HEADS = ["Alpha", "Notes", "Beta 2.1", "Notes", "Café ü", "Q&A: why?", "가치관", "Plan :work:", "a / b", "Alpha",
+         "[2024-01-02 Tue] Log", "press x \\*", "a | b"]
 LABELS = ["see", "an alias", "v1.2", "C#", "노트"]
 DENDRON_LABELS = ["see", "v1.2", "노트"]
 FORMS = ["md", "org", "denote-md", "denote-org", "org-identifier", "md-identifier", "dendron", "md-spaces"]
