@@ -276,6 +276,9 @@ def _link_forms(d, src: str, src_org: bool, big: Big, internal: bool) -> list:
                 ("id-h", lambda: f"[[id:{big.file_uuid}::*{H().text}]{desc()}]")]
     if big.huuids:
         out.append(("id-heading", lambda: f"[[id:{d.pick(big.huuids)}]{desc()}]"))
+    if big.ident and not src_org:  # Denote's Markdown form
+        out += [("md-denote", lambda: f"[{L()}](denote:{big.ident})"),
+                ("md-denote-anchor", lambda: f"[{L()}](denote:{big.ident}::#{d.pick(big.cids or big.heads).anchor})")]
     if big.ident:
         out += [("denote", lambda: f"[[denote:{big.ident}]{desc()}]"),
                 ("denote-h", lambda: f"[[denote:{big.ident}::*{H().text}]{desc()}]"),
@@ -422,6 +425,9 @@ def link_form(raw: str) -> str:
             return f"{bang}[[…|….…#…]] (Dendron)"
         a = "#^…" if "#^" in name else "#…" if "#" in name else ""
         return f"{bang}[[{'…/' if '/' in name else ''}…{a}{'|…' if alias else ''}]]"
+    m = re.match(r"\[.*?\]\((denote:|id:)", r)
+    if m:
+        return f"{bang}[…]({m.group(1)}…{'::…' if '::' in r else ''})"
     m = re.match(r"\[.*?\]\((<?)(/?)([^#)]*)(#?\^?)", r)
     if m:
         pre = "<" if m.group(1) else ""
