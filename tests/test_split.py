@@ -677,3 +677,17 @@ def test_links_made_longer_by_the_split_never_push_a_part_over_the_threshold(tmp
         assert v.split_candidates()["over"] == [] and v.broken()["total"] == 0
     finally:
         v.close()
+
+
+def test_a_heading_ending_in_an_escape_still_gets_listed_by_the_hub(tmp_path):
+    # `\*` left a backslash at the end of the label: `[[big - x \|...\]]` read as no link at all
+    heads = ["Press x to delete the character under the cursor. \\*", "Second", "Third"]
+    big = "".join(f"## {h}\n\n" + "text line here for the markdown note\n" * 380 for h in heads)
+    v = _vault(tmp_path, {"big.md": big}, quiet=0)
+    try:
+        res = v.split_note("big.md")
+        listed = {r.target for r in v.graph.links("big.md") if not r.broken}
+        assert listed == set(res["parts"]) and len(res["parts"]) == 3
+        assert "big - Press x to delete the character under the cursor.md" in {Path(p).name for p in res["parts"]}
+    finally:
+        v.close()

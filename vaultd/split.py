@@ -145,6 +145,7 @@ def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
 
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
 _NO_BRACKETS = str.maketrans("[]|", "   ")
+_ESCAPE = re.compile(r"\\(\S)")
 _EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/]+|[_+/]+(?!\w)")
 
 
@@ -157,6 +158,7 @@ def plain(text: str) -> str:
             return m.group(2)
         t = m.group(1)
         return t.split("|", 1)[1] if "|" in t else t
+    text = _ESCAPE.sub(r"\1", text).replace("\\", "")  # Markdown's \* is a *, and no label may end in \
     return " ".join(_EMPHASIS.sub("", _LINK_TEXT.sub(label, text)).translate(_NO_BRACKETS).split())
 
 
@@ -393,6 +395,7 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
     moved: dict[tuple[str, int], int] = {where: ln for ln, where in line_map.items()}
     old_links = {p: by_line(graph.links(p), lambda r: r.link.line) for p in after if p in graph.notes}
     parts = {p: i for i, p in enumerate(plan.parts)}
+    added: Counter = Counter()  # (file, the file it links to) for the links the split adds
     for path, n in after.items():
         for ln, links in by_line(links_of(n)).items():
             if (path, ln) in moved:
@@ -405,6 +408,7 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
                         problems.append(f"{path}:{ln}: {link.raw} is not a link the split means to write")
                     else:
                         check(path, link, (want, None, None), new.resolve(n, link))
+                        added[(path, want)] += 1
                 continue
             else:
                 orig_path, orig_ln = path, ln
@@ -414,6 +418,10 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
                 continue
             for link, r in zip(links, was):
                 check(path, link, expect(r.dest, link, path), new.resolve(n, link))
+    for p in plan.parts:  # each part listed once by the hub, and linking back to it once
+        for src, dst, what in ((note, p, "the hub's list"), (p, note, "its back link")):
+            if added[(src, dst)] != 1:
+                problems.append(f"{src}: {what} names {dst} {added[(src, dst)]} times, not once (markup in a title?)")
     # Links elsewhere: into the note, or looking up a name, identifier or ID a new file answers to
     for src in (graph.sources(note) | graph.depending(after.values())) - after.keys():
         n = graph.notes.get(src)
