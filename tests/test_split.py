@@ -691,3 +691,57 @@ def test_a_heading_ending_in_an_escape_still_gets_listed_by_the_hub(tmp_path):
         assert "big - Press x to delete the character under the cursor.md" in {Path(p).name for p in res["parts"]}
     finally:
         v.close()
+
+
+def test_outside_auto_mode_a_stale_save_waits_for_split_all(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0, mode="propose")
+    try:
+        v.split_note("Big")
+        saved = _big_md() + "An edit made after the split.\n"
+        _grown(v, "notes/Big.md", saved)
+        before = _tree(v.root)
+        assert v.auto_split() == [] and _tree(v.root) == before, "propose never writes on its own"
+        cands = v.split_candidates()
+        assert not cands["over"], "never offered for a split again"
+        assert "saved with the text of its parts" in {c["path"]: c["why"] for c in cands["cannot"]}["notes/Big.md"]
+        res = v.split_all()
+        assert res["split"][0]["stale"] and _tree(v.root) == {"notes/Big.md": saved.encode(),
+                                                              "notes/Other.md": b"[[Big#Section 5]]\n"}
+    finally:
+        v.close()
+
+
+def test_a_title_heading_over_everything_stays_in_the_hub(tmp_path):
+    big = "# Xylophone Narwhal\n\nWhat this is.\n\n" + "".join(
+        f"## Topic {i}\n\n" + "text line here for the markdown note\n" * 120 for i in range(8))
+    v = _vault(tmp_path, {"xn.md": big}, quiet=0)
+    try:
+        v.split_note("xn")
+        hub = (v.root / "xn.md").read_text()
+        assert hub.startswith("# Xylophone Narwhal\n\nWhat this is.\n") and "Parts:" in hub
+        assert v.notes["xn.md"].title == "Xylophone Narwhal"
+    finally:
+        v.close()
+
+
+def test_headings_starting_with_a_hash_and_dendron_names_split_cleanly(tmp_path):
+    big = "".join(f"## {h}\n\n" + "text line here for the markdown note\n" * 380 for h in ("#hashtag heading", "Setup",
+                                                                                          "Setup", "Faq"))
+    v = _vault(tmp_path, {"h.md": big, "proj.tools.md": big, "proj.tools.faq.md": "x\n"}, quiet=0)
+    try:
+        assert v.split_note("h.md")["parts"]
+        names = [Path(p).name for p in v.split_note("proj.tools.md")["parts"]]
+        assert all(" " not in n for n in names), names  # Dendron names stay one word
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()
+
+
+def test_split_all_splits_a_note_an_earlier_split_of_the_run_rewrote(tmp_path):
+    v = _vault(tmp_path, {"notes/A.md": _big_md(), "notes/B.md": "[[A#Section 5]]\n\n" + _big_md()}, quiet=60)
+    try:
+        res = v.split_all()
+        assert sorted(it["note"] for it in res["split"]) == ["notes/A.md", "notes/B.md"], res["skipped"]
+        assert v.broken()["total"] == 0
+    finally:
+        v.close()

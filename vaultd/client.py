@@ -19,7 +19,7 @@ class RequestFailed(Exception):
 
 
 class Client:
-    def __init__(self, path: str, timeout: float = 30.0):
+    def __init__(self, path: str, timeout: float | None = 30.0):
         self.path = path
         self._ids = itertools.count(1)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

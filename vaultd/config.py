@@ -163,6 +163,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         if self.split.mode not in SPLIT_MODES:
             raise ConfigError(f"split.mode (or --split, VAULTD_SPLIT): expected auto, propose or off, "
                               f"got {self.split.mode!r}")
+        if not self.split.quiet >= 0:
+            raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
         if self.split.threshold < 1024:
             raise ConfigError(f"split.threshold: expected at least 1024 bytes, got {self.split.threshold}")
         for ext in w.extensions:

@@ -146,7 +146,7 @@ def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
 _NO_BRACKETS = str.maketrans("[]|", "   ")
 _ESCAPE = re.compile(r"\\(\S)")
-_EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/]+|[_+/]+(?!\w)")
+_EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/#]+|[_+/]+(?!\w)")  # a label's leading # reads as an anchor
 
 
 def plain(text: str) -> str:
@@ -204,6 +204,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     heads = sorted(headings_of(note), key=lambda h: h.line)
     if not heads:
         raise SplitError(f"{note.path} has no headings to split at")
+    top = min(h.level for h in heads)
+    if len(heads) > 1 and heads[0].level == top and all(h.level > top for h in heads[1:]):
+        heads = heads[1:]  # one heading over all the rest is the note's title: it stays in the hub
     org = note.path.endswith(".org")
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
@@ -250,9 +253,10 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                 base = f"{stem} - {_cut(_name_part(head), 80, room) or 'part'}"
             base = base if len(base.encode()) <= NAME_BYTES else _cut(base, NAME_BYTES, NAME_BYTES)
             name, k = base + ext, 2
+            sep = "-" if not any(c.isspace() for c in base) else " "  # a Dendron name stays one word
             while (posixpath.join(folder, name).casefold() in existing or name.casefold() in map(str.casefold, names)
                    or os.path.lexists(vault / folder / name)):
-                name, k = f"{base} {k}{ext}", k + 1
+                name, k = f"{base}{sep}{k}{ext}", k + 1
         names.append(name)
     part_paths = [posixpath.join(folder, n) for n in names]
 
@@ -329,7 +333,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if hub and not hub.endswith(b"\n"):
         hub += b"\n"
     line_map.update({ln: (note.path, ln) for ln in range(1, chunks[0][0] + 1)})
-    hub += _hub_list(org, part_paths, chunks, ids if dn else [], markdown)
+    hub += _hub_list(org, part_paths, chunks, ids if dn else [], markdown)[0 if hub else 1 :]
     tail_start = chunks[-1][1]
     at = hub.count(b"\n")
     line_map.update({ln: (note.path, at + ln - tail_start) for ln in range(tail_start + 1, len(lines) + 1)})
@@ -662,7 +666,7 @@ def stale_plan(entry: dict, vault: Path) -> Plan | None:
             plan.changes.append(FileChange(c.path, cur, c.before))
         else:  # edited since: put back only the lines the split rewrote
             plan.changes.append(FileChange(c.path, cur, _unrewrite(c, cur)))
-    return plan
+    return plan if plan.changes else None
 
 
 def _lines(data: bytes | None) -> Counter:

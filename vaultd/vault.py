@@ -593,6 +593,10 @@ class Vault:
                 cannot.append({"path": path, "size": n.size, "why": "excluded by split.exclude"})
             elif path in self._kept_whole:
                 cannot.append({"path": path, "size": n.size, "why": self._kept_why(path)})
+            elif path in self._stale and path in self._done:  # not resolved on their own outside auto mode
+                cannot.append({"path": path, "size": n.size, "why": "its hub was saved with the text of its parts "
+                               "(an editor's buffer from before the split?): `vaultq split --all` removes the "
+                               "duplicate parts, so the vault is what was saved"})
             elif path in self._split_skip and self._split_skip[path][0] == n.mtime_ns:
                 cannot.append({"path": path, "size": n.size, "why": self._split_skip[path][1]})
             else:
@@ -628,8 +632,10 @@ class Vault:
                       "files": [c.path for c in plan.changes]}
             if dry_run:
                 return {**result, "dry_run": True, "diff": split.diff(plan)}
-            if check_quiet:
+            if check_quiet and not self._as_written(path):  # vaultd's own last write is no edit to wait out
                 split.check_quiet(self.root, path, cfg.quiet)
+            elif check_quiet and (busy := split.editor_busy(self.root, path)):
+                raise split.SplitError(f"{path}: {busy}")
             for c in plan.changes:
                 why = split.read_only(self.root, c.path) or split.editor_busy(self.root, c.path)
                 if why:
@@ -643,6 +649,15 @@ class Vault:
         logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq split --undo %s)",
                     entry["op"], path, len(plan.parts), plan.rewritten, entry["op"])
         return {**result, "op": entry["op"], "dry_run": False}
+
+    def _as_written(self, path: str) -> bool:
+        """Whether `path` is as vaultd itself last wrote it (a split, an undo)."""
+        w = self.state.state.written.get(path)
+        try:
+            st = os.stat(self.root / path)
+        except OSError:
+            return False
+        return w is not None and (w[0], w[1]) == (st.st_mtime_ns, st.st_size)
 
     def _write(self, plan: split.Plan, kind: str = split.SPLIT) -> dict:
         """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
@@ -669,13 +684,24 @@ class Vault:
     def split_all(self) -> dict:
         """Apply every proposal (`split_candidates()["over"]`), each through the journal.
         Notes an editor holds or that changed within `quiet` are skipped, with why."""
+        cfg = self.config.split
         done, skipped = [], []
-        for it in self.split_candidates()["over"]:
+        for path in sorted(self._stale):  # hubs saved whole again: the user's save wins
+            op = self._resolve_stale(path, check_quiet=False)
+            if op is not False:
+                self._stale.discard(path)
+            if op:
+                done.append({"note": path, "op": op, "parts": [], "rewritten": 0, "stale": True})
+            elif op is False:
+                skipped.append({"note": path, "why": "an editor holds it"})
+        for path in sorted(p for p, n in self.notes.items() if n.size > cfg.threshold):
+            if split.excluded(path, cfg) or path in self._kept_whole or path in self._stale or path not in self.notes:
+                continue  # not proposals (see split_candidates)
             try:
-                res = self.split_note(it["path"])
-                done.append({"note": it["path"], "op": res["op"], "parts": res["parts"], "rewritten": res["rewritten"]})
+                res = self.split_note(path)  # planned and checked once, here
+                done.append({"note": path, "op": res["op"], "parts": res["parts"], "rewritten": res["rewritten"]})
             except QueryError as e:
-                skipped.append({"note": it["path"], "why": str(e)})
+                skipped.append({"note": path, "why": str(e)})
         return {"split": done, "skipped": skipped}
 
     def split_history(self) -> dict:
@@ -753,7 +779,7 @@ class Vault:
             self._split_announced = True
             self._announce_split()
         ops = []
-        if cfg.mode != "off":
+        if cfg.mode == "auto":  # propose and off never write on their own
             for path in list(self._stale):
                 op = self._resolve_stale(path)
                 if op is not False:
@@ -778,7 +804,7 @@ class Vault:
                 logger.warning("not splitting %s, which grew past %d bytes: %s", path, cfg.threshold, e)
         return ops
 
-    def _resolve_stale(self, path: str) -> str | None | bool:
+    def _resolve_stale(self, path: str, check_quiet: bool = True) -> str | None | bool:
         """The hub `path` changed: when it holds its parts' text again (an editor's stale
         buffer saved), remove the duplicate so the vault is what the user saved. Returns the
         op, None when there is nothing to resolve, False when not yet (not quiet)."""
@@ -786,7 +812,10 @@ class Vault:
         if op is None:
             return None
         try:
-            split.check_quiet(self.root, path, self.config.split.quiet)
+            if check_quiet:
+                split.check_quiet(self.root, path, self.config.split.quiet)
+            elif busy := split.editor_busy(self.root, path):
+                raise split.SplitError(busy)
         except (split.SplitError, OSError):
             return False
         try:

@@ -436,6 +436,10 @@ def _run(c: Client, args) -> int:
             print(f"restored {len(res['restored'])} files")
         elif args.all:
             for it in res["split"]:
+                if it.get("stale"):
+                    print(f"{it['note']} was saved whole again: removed the parts it duplicated "
+                          f"(undo: vaultq split --undo {it['op']})")
+                    continue
                 print(f"split {it['note']} into {len(it['parts'])} parts, {it['rewritten']} links rewritten "
                       f"(undo: vaultq split --undo {it['op']})")
             for it in res["skipped"]:
@@ -548,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         args = _parse(argv)
     try:
-        with Client(_socket(args)) as c:
+        # a split of every proposal, or its undo, may take minutes on a big vault: wait for it
+        with Client(_socket(args), timeout=None if getattr(args, "cmd", None) == "split" else 30.0) as c:
             return _run(c, args)
     except DaemonUnavailable as e:
         print(f"vaultq: {e}", file=sys.stderr)
