@@ -745,3 +745,32 @@ def test_split_all_splits_a_note_an_earlier_split_of_the_run_rewrote(tmp_path):
         assert v.broken()["total"] == 0
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("org", [False, True])
+def test_footnotes_reference_links_and_org_settings_reach_every_part_that_uses_them(tmp_path, org):
+    h = "* " if org else "# "
+    use = "[fn:1]" if org else "[^1] and [docs][d1]"
+    defs = "[fn:1] The footnote, see [[Other]].\n" if org else "[^1]: The footnote.\n    Still it.\n[d1]: https://x.org/d\n"
+    head = "#+title: Big\n#+TODO: TODO WAIT | DONE\n#+LINK: gh https://github.com/%s\n\n" if org else ""
+    big = head + f"Intro uses {use}.\n\n" + "".join(
+        f"{h}{'WAIT ' if org and i == 1 else ''}Head {i}\n\n" + ("[[gh:foo/bar]] " if org else "") +
+        "text line here for the note\n" * 380 for i in range(3)) + defs
+    name = "big.org" if org else "big.md"
+    v = _vault(tmp_path, {name: big, "Other.md": "x\n"}, quiet=0)
+    try:
+        res = v.split_note(name)
+        for p in [name, *res["parts"]]:
+            text = (v.root / p).read_text()
+            if ("[fn:1]" if org else "[^1]") in text:
+                assert ("[fn:1] The footnote" if org else "[^1]: The footnote.\n    Still it.\n") in text, p
+        if org:
+            part = next(p for p in res["parts"] if "WAIT Head 1" in (v.root / p).read_text())
+            assert "#+TODO: TODO WAIT | DONE" in (v.root / part).read_text()
+            assert [h.text for h in headings_of(v.notes[part])] == ["Head 1"], "WAIT still a keyword there"
+        else:
+            assert "[d1]: https://x.org/d" in (v.root / name).read_text()
+        assert v.broken()["total"] == 0
+        v.split_undo(res["op"])
+    finally:
+        v.close()

@@ -75,6 +75,9 @@ class Plan:
     """Sections that could not be cut under the threshold (left whole, reported)."""
     line_map: dict[int, tuple[str, int]] = field(default_factory=dict)
     """Each line of the note: the file and line it is at after the split."""
+    copied: dict[tuple[str, int], int] = field(default_factory=dict)
+    """Footnote and reference definitions copied to a part (or the hub) that uses them:
+    (file, line) -> the note's line it copies."""
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -145,6 +148,14 @@ def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
 
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
 _NO_BRACKETS = str.maketrans("[]|", "   ")
+_ORG_SETTING = re.compile(rb"[ \t]*#\+(?:todo|seq_todo|typ_todo|link|startup|property|category|options|constants|tags):",
+                          re.IGNORECASE)
+"""Org's per-file settings: each part gets a copy, or its TODO keywords and link abbreviations would read differently."""
+# Footnotes and reference links: a use, and its definition (at a line's start)
+_MD_NOTE_USE = re.compile(rb"\[\^([^\]\s]+)\](?!:)|\]\[([^\]\n]+)\]|\[([^\]\n]+)\]\[\]")
+_MD_NOTE_DEF = re.compile(rb"^ {0,3}\[(\^?[^\]\n]+)\]:")
+_ORG_NOTE_USE = re.compile(rb"\[fn:([^\]:\s]+)[\]:]")
+_ORG_NOTE_DEF = re.compile(rb"^\[fn:([^\]:\s]+)\]")
 _ESCAPE = re.compile(r"\\(\S)")
 _EMPHASIS = re.compile(r"[*=~`]+|(?<!\w)[_+/#]+|[_+/]+(?!\w)")  # a label's leading # reads as an anchor
 
@@ -221,9 +232,13 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     heading_ids = {b.id[len(ID_ANCHOR):] for b in note.blocks if b.id.startswith(ID_ANCHOR)}
     file_uuid = next((u for u in note.uuids if u not in heading_ids), None)  # :ID: or front-matter id
 
+    first_head = heads[0].line - 1
+    settings = [x.rstrip(b"\r\n").decode(errors="replace") for x in lines[:first_head] if _ORG_SETTING.match(x)] \
+        if org else []
+
     def header(head: str, ident: str | None, new_uuid: str | None) -> bytes:
         return _part_header(org, plain(head) or "part", note, ident, new_uuid, dn.id if unique_id else None, stem,
-                            title, markdown)
+                            title, markdown, settings)
 
     # Room for the biggest header a part can get (many tags, a long heading): no part is over
     # the threshold but a section that cannot be cut, so no part is ever split again for it
@@ -338,6 +353,15 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     at = hub.count(b"\n")
     line_map.update({ln: (note.path, at + ln - tail_start) for ln in range(tail_start + 1, len(lines) + 1)})
     hub += b"".join(new_lines[tail_start:])  # nothing normally; kept so no byte is lost
+    for c in [*plan.changes, None]:  # the parts so far, and the hub
+        text = hub if c is None else c.after
+        extra, origin = _definitions(text, new_lines, org)
+        at = text.count(b"\n") + 1  # the blank line before them
+        plan.copied.update({(c.path if c else note.path, at + k): ln for k, ln in enumerate(origin, 1)})
+        if c is None:
+            hub += extra
+        else:
+            c.after += extra
     for src, items in edits.items():
         before = read(vault / src)
         text_lines = before.splitlines(keepends=True)
@@ -396,7 +420,7 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
         return out
 
     # Links in the files the split writes: each matched with the one it was, by line and order
-    moved: dict[tuple[str, int], int] = {where: ln for ln, where in line_map.items()}
+    moved: dict[tuple[str, int], int] = {where: ln for ln, where in line_map.items()} | plan.copied
     old_links = {p: by_line(graph.links(p), lambda r: r.link.line) for p in after if p in graph.notes}
     parts = {p: i for i, p in enumerate(plan.parts)}
     added: Counter = Counter()  # (file, the file it links to) for the links the split adds
@@ -456,7 +480,7 @@ def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -
 
 
 def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: str | None, hub_id: str | None,
-                 stem: str, title: str, markdown: bool) -> bytes:
+                 stem: str, title: str, markdown: bool, settings: list[str] = ()) -> bytes:
     """A part's title, tags and identifiers, then its back link to the hub (the line
     `PART_HEADER` reads): by the hub's identifier only where that names one note."""
     tags = note.tags
@@ -468,6 +492,7 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
             out.append(f"#+filetags:   :{':'.join(tags)}:")
         if ident:
             out.append(f"#+identifier: {ident}")
+        out += settings  # the note's #+TODO, #+LINK, ...: its headings and links read alike in the part
         back = f"[[denote:{hub_id}][{title}]]" if hub_id else f"[[file:{name}][{title}]]"
         return ("\n".join(out) + f"\n\nPart of {back}.\n\n").encode()
     fm = ["---", f"title: {json.dumps(head, ensure_ascii=False)}"]
@@ -480,6 +505,37 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
     fm.append("---")
     back = f"[{title}]({urllib.parse.quote(name)})" if markdown else f"[[{stem}|{title}]]"
     return ("\n".join(fm) + f"\n\nPart of {back}.\n\n").encode()
+
+
+def _definitions(text: bytes, lines: list[bytes], org: bool) -> tuple[bytes, list[int]]:
+    """The footnote and reference-link definitions `text` uses but does not hold, copied
+    from the note's `lines` (each with the lines that continue it), to go at its end; and
+    the line (1-based, in `lines`) each copied line comes from."""
+    use, define = (_ORG_NOTE_USE, _ORG_NOTE_DEF) if org else (_MD_NOTE_USE, _MD_NOTE_DEF)
+    if b"[" not in text:
+        return b"", []
+    used = set()
+    for m in use.finditer(text):
+        name = m.group(1) if org else (b"^" + m.group(1) if m.group(1) else m.group(2) or m.group(3))
+        used.add(name.lower())
+    held = {m.group(1).lower() for x in text.splitlines() if (m := define.match(x))}
+    want = used - held
+    if not want:
+        return b"", []
+    out: list[bytes] = []
+    origin: list[int] = []
+    for i, x in enumerate(lines):
+        m = define.match(x)
+        if m and m.group(1).lower() in want:
+            want.discard(m.group(1).lower())
+            out.append(x if x.endswith(b"\n") else x + b"\n")
+            origin.append(i + 1)
+            for j, y in enumerate(lines[i + 1 :], i + 2):  # an indented continuation belongs to it
+                if not y.strip() or not y[:1].isspace():
+                    break
+                out.append(y if y.endswith(b"\n") else y + b"\n")
+                origin.append(j)
+    return ((b"\n" + b"".join(out)) if out else b""), origin
 
 
 def _markdown_style(links) -> bool:
