@@ -774,3 +774,16 @@ def test_footnotes_reference_links_and_org_settings_reach_every_part_that_uses_t
         v.split_undo(res["op"])
     finally:
         v.close()
+
+
+def test_an_org_line_number_link_follows_its_line(tmp_path):
+    org = "#+title: Big\n\n" + "".join(f"* Head {i}\n" + "".join(f"line {i}.{j}\n" for j in range(500)) for i in range(3))
+    target = org.split("\n").index("line 2.7") + 1
+    v = _vault(tmp_path, {"big.org": org, "ref.org": f"[[file:big.org::{target}][there]]\n"}, quiet=0)
+    try:
+        res = v.split_note("big.org")
+        [r] = v.graph.links("ref.org")
+        assert r.target in res["parts"]
+        assert (v.root / r.target).read_text().split("\n")[r.line - 1] == "line 2.7"
+    finally:
+        v.close()

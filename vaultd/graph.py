@@ -447,6 +447,9 @@ class Graph:
             return NOWHERE
         if r.target is None or not anchor:
             return r
+        if kind == "file" and anchor.strip().isdigit():  # file:x.org::42, line 42
+            r.line = int(anchor) or None
+            return r
         return self._anchor(r, self.notes[r.target], anchor, org=kind in ("file", "denote", "id"))
 
     def _unique(self, paths: list[str], missing: str) -> Dest:

@@ -292,7 +292,12 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                 if h.anchor != mine:
                     renumbered[h.line] = (h.anchor, mine)
 
+    tops = [header(head, ids[i] if ids else None, uuids[i] if uuids else None) for i, (_, _, head) in enumerate(chunks)]
+
     def anchor_in_part(r) -> str | None:
+        if r.link.kind == "file" and r.link.anchor.strip().isdigit() and r.line in line_part:
+            i = line_part[r.line]  # Org's ::42 is a line number: the line's number in its part
+            return str(tops[i].count(b"\n") + r.line - chunks[i][0])
         old, mine = renumbered.get(r.line, (None, None))
         return mine if old is not None and r.link.anchor == old else None
 
@@ -340,7 +345,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     line_map: dict[int, tuple[str, int]] = {}  # original line -> (file, line) after the split
     for i, (first, end, head) in enumerate(chunks):
         body = b"".join(new_lines[first:end])
-        top = header(head, ids[i] if ids else None, uuids[i] if uuids else None)
+        top = tops[i]
         at = top.count(b"\n")
         line_map.update({ln: (part_paths[i], at + ln - first) for ln in range(first + 1, end + 1)})
         plan.changes.append(FileChange(part_paths[i], None, top + body))
