@@ -400,12 +400,31 @@ class Graph:
         with self._lock:
             return list(self._by_id.get(ident, ()))
 
-    def depending(self, notes: Iterable[Note]) -> set[str]:
-        """Sources with a link whose resolution looks up a name, alias, identifier or ID
-        that one of `notes` answers to: where they lead may change when those notes appear."""
-        keys = {k for n in notes for k in _keys(n)}
+    def affected(self, target: str, changed: dict[str, Note]) -> list[tuple[str, Resolved]]:
+        """The links, outside the `changed` notes, whose destination writing them may change:
+        those into `target`, and those that look up a name, alias, identifier or ID that the
+        changed notes gain or lose."""
+        keys: set[str] = set()
+        for p, n in changed.items():
+            old = self.notes.get(p)
+            keys.update(set(_keys(n)) ^ set(_keys(old)) if old is not None else _keys(n))
         with self._lock:
-            return {src for src, deps in self._src_deps.items() if not keys.isdisjoint(deps)}
+            looking = {src for src, deps in self._src_deps.items() if not keys.isdisjoint(deps)}
+            srcs = looking | self._back.get(target, set())
+        out = []
+        deps: dict[tuple, bool] = {}  # (kind, target, label) -> whether it looks up one of `keys`
+        for src in sorted(srcs - changed.keys()):
+            for r in self.links(src):
+                link = r.link
+                if r.target == target:
+                    out.append((src, r))
+                elif src in looking and link.kind != "url":
+                    k = (link.kind, link.target, link.label)
+                    if k not in deps:
+                        deps[k] = not keys.isdisjoint(_deps(link))
+                    if deps[k]:
+                        out.append((src, r))
+        return out
 
     # -- resolution -------------------------------------------------------------
 

@@ -456,11 +456,8 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
             if added[(src, dst)] != 1:
                 problems.append(f"{src}: {what} names {dst} {added[(src, dst)]} times, not once (markup in a title?)")
     # Links elsewhere: into the note, or looking up a name, identifier or ID a new file answers to
-    for src in (graph.sources(note) | graph.depending(after.values())) - after.keys():
-        n = graph.notes.get(src)
-        for r in graph.links(src) if n is not None else ():
-            if r.link.kind != "url":
-                check(src, r.link, expect(r.dest, r.link, src), new.resolve(n, r.link))
+    for src, r in graph.affected(note, after):
+        check(src, r.link, expect(r.dest, r.link, src), new.resolve(graph.notes[src], r.link))
     return problems
 
 
