@@ -787,3 +787,19 @@ def test_an_org_line_number_link_follows_its_line(tmp_path):
         assert (v.root / r.target).read_text().split("\n")[r.line - 1] == "line 2.7"
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("link", ["[[see|Big#alpha-2]]", "[[denote:20240101T100000::#alpha-1]]"])
+def test_numbered_anchors_are_renumbered_in_every_syntax(tmp_path, link):
+    big = "---\nidentifier: \"20240101T100000\"\n---\n\n" + "".join(
+        "# Alpha\n\n" + "text line here for the markdown note\n" * 380 for _ in range(5))
+    v = _vault(tmp_path, {"notes/Big.md": big, "other/Other.md": f"L0 see {link} here.\n"}, quiet=0)
+    try:
+        [before] = v.graph.links("other/Other.md")
+        v.split_note("notes/Big.md")  # refused before: the anchor was left numbered as in the whole note
+        [after] = v.graph.links("other/Other.md")
+        assert after.target != "notes/Big.md" and not after.broken
+        heads = [h.text for h in headings_of(v.notes[after.target]) if h.line == after.line]
+        assert heads == ["Alpha"]
+    finally:
+        v.close()

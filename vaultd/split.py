@@ -299,7 +299,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             i = line_part[r.line]  # Org's ::42 is a line number: the line's number in its part
             return str(tops[i].count(b"\n") + r.line - chunks[i][0])
         old, mine = renumbered.get(r.line, (None, None))
-        return mine if old is not None and r.link.anchor == old else None
+        a = r.link.anchor or r.link.label.partition("#")[2]  # Dendron's [[label|note#a]]: in the label
+        prefix = "#" if a.startswith("#") else ""  # denote:ID::#a, file:x::#a
+        return prefix + mine if old is not None and a[len(prefix):] == old else None
 
     def follows(r) -> bool:
         """Whether a link leads wherever its target's text goes without a rewrite: an `id:`

@@ -221,7 +221,7 @@ def retarget(link, src: str, target: str, new_id: str | None = None, new_uuid: s
     if k in ("wiki", "embed") and link.label and not link.anchor and ("." in link.label or "#" in link.label) and \
             not any(c.isspace() for c in link.label.split("#")[0]):
         # Dendron's [[label|note.name#anchor]]: the note and its anchor come second
-        _, _, anchor = link.label.partition("#")
+        anchor = anchor or link.label.partition("#")[2]
         name = posixpath.basename(target).rsplit(".", 1)[0]
         if any(c.isspace() for c in name):  # no longer read that way: the Obsidian form, same text shown
             return f"{'!' if k == 'embed' else ''}[[{name}#{anchor}|{link.target}]]"
