@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import wait_for
 from vaultd.config import Config
+from vaultd.errors import QueryError
 from vaultd.note import headings_of
 from vaultd.vault import Vault
 
@@ -801,5 +802,20 @@ def test_numbered_anchors_are_renumbered_in_every_syntax(tmp_path, link):
         assert after.target != "notes/Big.md" and not after.broken
         heads = [h.text for h in headings_of(v.notes[after.target]) if h.line == after.line]
         assert heads == ["Alpha"]
+    finally:
+        v.close()
+
+
+def test_undo_of_several_ops_is_all_or_nothing(tmp_path):
+    v = _vault(tmp_path, {"notes/A.md": _big_md(), "notes/B.md": _big_md()}, quiet=0)
+    try:
+        ops = [it["op"] for it in v.split_all()["split"]]
+        part = next(p for p in _tree(v.root) if p.startswith("notes/A - "))
+        (v.root / part).write_text("edited\n")  # one op can no longer be undone
+        before = _tree(v.root)
+        with pytest.raises(QueryError, match="nothing was undone"):
+            v.split_undo(ops)
+        assert _tree(v.root) == before
+        assert len(v.split_undo(ops, force=True)["undone"]) == 2
     finally:
         v.close()

@@ -820,6 +820,21 @@ def recover(vault: Path, journal: Journal) -> list[str]:
     return touched
 
 
+def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
+    """Raise SplitError unless every one of `ops` (newest first) can be undone in that order:
+    each done, each file as the op wrote it, or written since by a newer one of `ops`
+    (which puts it back first)."""
+    later: set[str] = set()
+    for op in ops:
+        entry = journal.load(op)
+        if entry["status"] != "done":
+            raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
+        for c in _changes(entry):
+            if c.path not in later and _read(vault / c.path) != c.after:
+                raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
+        later.update(c.path for c in _changes(entry))
+
+
 def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[str]:
     """Restore the pre-image of every file a done split touched."""
     entry = journal.load(op)

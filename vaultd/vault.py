@@ -718,7 +718,13 @@ class Vault:
             raise QueryError("split --undo: no operation to undo" if every else "split --undo: give an operation")
         undone, restored = [], []
         when = {e["op"]: e.get("time", 0) for e in self.journal.all()}
-        for op in sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True):
+        ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
+        if not force:
+            try:
+                split.undoable(self.root, self.journal, ops)  # all or nothing
+            except split.SplitError as e:
+                raise QueryError(f"{e}; nothing was undone") from None
+        for op in ops:
             try:
                 with self._split_lock:
                     entry = self.journal.load(op)
