@@ -819,3 +819,26 @@ def test_undo_of_several_ops_is_all_or_nothing(tmp_path):
         assert len(v.split_undo(ops, force=True)["undone"]) == 2
     finally:
         v.close()
+
+
+@pytest.mark.parametrize("path", ["/etc/x", "../outside.md", "notes/../../outside.md", "link/out.md"])
+def test_undo_never_writes_outside_the_vault_whatever_the_journal_says(tmp_path, path):
+    import base64
+    import json
+
+    v = _vault(tmp_path, {"notes/A.md": "# A\n"}, quiet=0)
+    try:
+        os.symlink(tmp_path, v.root / "link")
+        op = "20260101T000000-abcdef"
+        entry = {"op": op, "time": 1.0, "note": "notes/A.md", "status": "done", "parts": [],
+                 "files": [{"path": path, "before": base64.b64encode(b"owned\n").decode(), "after": None}]}
+        (v.journal.dir / f"{op}.json").write_text(json.dumps(entry))
+        with pytest.raises(QueryError, match="not a file inside the vault"):
+            v.split_undo(op, force=True)
+        assert not (tmp_path / "outside.md").exists() and not (tmp_path / "out.md").exists()
+    finally:
+        v.close()
+    entry["status"] = "prepared"  # a start rolls it back: refused, and the start goes on
+    (v.journal.dir / f"{op}.json").write_text(json.dumps(entry))
+    Vault(v.config).close()
+    assert not (tmp_path / "outside.md").exists() and not (tmp_path / "out.md").exists()

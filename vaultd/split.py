@@ -701,7 +701,7 @@ def stale_plan(entry: dict, vault: Path) -> Plan | None:
     the links rewritten to point into them are put back; the hub stays as saved. None when
     the hub does not hold the parts' text again. Raises SplitError when that cannot be done
     without losing an edit made since (a part or a rewritten line changed)."""
-    changes = _changes(entry)
+    changes = _changes(entry, vault)
     hub = next(c for c in changes if c.path == entry["note"])
     now = _read(vault / hub.path)
     if now is None or now == hub.after:
@@ -804,8 +804,20 @@ def _restore(vault: Path, changes, mode: int | None = None) -> list[str]:
     return touched
 
 
-def _changes(entry: dict) -> list[FileChange]:
-    return [FileChange(f["path"], _unb64(f["before"]), _unb64(f["after"])) for f in entry["files"]]
+def _changes(entry: dict, vault: Path) -> list[FileChange]:
+    """The files of a journal entry. Raises SplitError when one is not a path inside the
+    vault (absolute, `..`, or through a symlink out of it): the journal is never a way to
+    write elsewhere."""
+    out = []
+    root = os.path.realpath(vault)
+    for f in entry["files"]:
+        path = f["path"]
+        folder = os.path.realpath(vault / posixpath.dirname(path))
+        if (not isinstance(path, str) or posixpath.isabs(path) or posixpath.normpath(path) != path
+                or path.startswith("../") or (folder != root and not folder.startswith(root + os.sep))):
+            raise SplitError(f"split {entry.get('op')} names {path!r}, which is not a file inside the vault")
+        out.append(FileChange(path, _unb64(f["before"]), _unb64(f["after"])))
+    return out
 
 
 def recover(vault: Path, journal: Journal) -> list[str]:
@@ -813,10 +825,13 @@ def recover(vault: Path, journal: Journal) -> list[str]:
     touched = []
     for entry in journal.all():
         if entry.get("status") == "prepared":
-            logger.warning("split %s of %s was interrupted: rolling it back", entry["op"], entry["note"])
-            touched += _restore(vault, _changes(entry))
-            entry["status"] = "rolled back"
-            journal.save(entry)
+            logger.warning("split %s of %s was interrupted: rolling it back", entry.get("op"), entry.get("note"))
+            try:
+                touched += _restore(vault, _changes(entry, vault))
+                entry["status"] = "rolled back"
+                journal.save(entry)
+            except (SplitError, KeyError, TypeError, ValueError) as e:  # one bad entry must not stop a start
+                logger.error("journal entry %s left as it is: %s", entry.get("op"), e)
     return touched
 
 
@@ -829,10 +844,10 @@ def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
         entry = journal.load(op)
         if entry["status"] != "done":
             raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
-        for c in _changes(entry):
+        for c in _changes(entry, vault):
             if c.path not in later and _read(vault / c.path) != c.after:
                 raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
-        later.update(c.path for c in _changes(entry))
+        later.update(c.path for c in _changes(entry, vault))
 
 
 def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[str]:
@@ -840,7 +855,7 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
     entry = journal.load(op)
     if entry["status"] != "done":
         raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
-    changes = _changes(entry)
+    changes = _changes(entry, vault)
     if not force:
         for c in changes:
             p = vault / c.path
