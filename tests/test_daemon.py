@@ -395,3 +395,18 @@ def test_vaultd_check(daemon, tmp_path):
     assert f"daemon:    running, pid {daemon.proc.pid}" in r.stdout
     r = subprocess.run(args + ["--socket", str(tmp_path / "none.sock")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "not running" in r.stdout
+
+
+def test_the_state_folder_is_its_owners_alone_whatever_the_umask(vault, tmp_path, make_daemon):
+    import stat as st_
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o755)
+    (state / "old.json").write_text("{}")  # left readable to all by an older vaultd
+    os.chmod(state / "old.json", 0o644)
+    d = make_daemon()
+    d.request("search", q="memory")
+    d.stop()
+    for p in (state, *state.rglob("*")):
+        mode = st_.S_IMODE(p.lstat().st_mode)
+        assert not mode & 0o077, f"{p} is {oct(mode)}: the index and journal hold the notes' text"

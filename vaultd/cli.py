@@ -8,6 +8,7 @@ errors exit 1. Tracebacks only at --log-level debug.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -79,6 +80,7 @@ def run(config_path, vault, state_dir, log_level, socket, split):
         "starting on %s; once it serves, try: %s --socket %s search WORD",
         cfg.vault, vaultq if vaultq.exists() else "vaultq", cfg.socket,
     )
+    os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see split.apply)
     Server(cfg).run()
 
 
@@ -91,6 +93,7 @@ def index(config_path, vault, state_dir, log_level):
     setup_logging(log_level or ("warning" if cfg.log_level == "info" else cfg.log_level))
     from .vault import Vault
 
+    os.umask(0o077)  # as `run`
     v = Vault(cfg)
     bar = None
 

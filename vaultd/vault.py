@@ -71,6 +71,7 @@ class Vault:
         self.root = Path(config.vault)
         self._root = str(self.root)
         self.state_dir = Path(config.state_dir)
+        _make_private(self.state_dir)
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
         self.notes: dict[str, Note] = self.index.load_notes()
@@ -878,6 +879,21 @@ class Vault:
             "graph": "ready" if self.graph else "building",
             "uptime_s": round(time.time() - self.started, 1),
         }
+
+
+def _make_private(folder: Path) -> None:
+    """The state folder and all in it readable by its owner alone (it holds the notes' text:
+    the index, the split journal's pre-images), whatever the umask, also when an older
+    vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for p in (folder, *folder.rglob("*")):
+        try:
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+        except OSError:
+            continue
 
 
 def _section(note: Note, heading: str, n_lines: int) -> tuple[int, int]:
