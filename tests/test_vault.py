@@ -269,3 +269,19 @@ def test_a_fifo_where_a_note_was_never_blocks(v):
     os.mkfifo(note)
     v.apply(["notes/piped.md"])  # would block forever on an open() that waits for a writer
     assert paths(v, "fifoword") == [] and "notes/piped.md" not in v.notes
+
+
+def test_a_file_name_that_is_not_utf8_never_stops_the_rest(cfg, vault):
+    bad = os.path.join(os.fsencode(vault), b"notes", b"caf\xe9 \xb0\xa1.md")  # Latin-1 and CP949 bytes
+    with open(bad, "wb") as f:
+        f.write(b"# Cafe\nuniqueword\n")
+    os.mkdir(os.path.join(os.fsencode(vault), b"d\xe9j\xe0"))
+    v = Vault(cfg)
+    try:
+        v.reconcile()
+        assert len(v.notes) == sum(1 for _ in vault.rglob("*.md")) + sum(1 for _ in vault.rglob("*.org")) - 1
+        (vault / "notes" / "Fresh.md").write_text("# Fresh\nfreshword\n")
+        v.apply([os.fsdecode(bad)[len(str(vault)) + 1 :], "notes/Fresh.md"])  # the good one in the same batch
+        assert "notes/Fresh.md" in v.notes
+    finally:
+        v.close()

@@ -3,9 +3,12 @@ hidden and tool folders."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+logger = logging.getLogger("vaultd.filters")
 
 
 class NoteFilter:
@@ -23,7 +26,7 @@ class NoteFilter:
             self.ignore_dirs = tuple(ignore_dirs)
 
     def dir_ok(self, name: str) -> bool:
-        return not (name.startswith(".") or name in self.ignore_dirs)
+        return not (name.startswith(".") or name in self.ignore_dirs) and _utf8(name)
 
     def __call__(self, rel: str) -> bool:
         parts = rel.split("/")
@@ -32,7 +35,7 @@ class NoteFilter:
     def name_ok(self, name: str) -> bool:
         if name.startswith(self.ignore_prefixes) or name.endswith(self.ignore_suffixes) or name in self.ignore_names:
             return False
-        return name.lower().endswith(self.extensions)
+        return name.lower().endswith(self.extensions) and _utf8(name)
 
     def walk(self, root: Path, below: str = "") -> Iterator[tuple[str, os.stat_result]]:
         """Every note under `root/below`: (vault-relative path, lstat). Symlinks are not
@@ -57,3 +60,22 @@ class NoteFilter:
                         yield prefix + e.name, e.stat(follow_symlinks=False)
                 except OSError:
                     continue
+
+
+_warned: set[str] = set()
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file or folder name is valid UTF-8 (os gives the bytes of one that is not as
+    surrogates). One that is not (a zip made on a CP949 or Latin-1 system) is left out, and
+    said once: no link or query could name it, and it must not stop the rest."""
+    if name.isascii():
+        return True
+    try:
+        name.encode()
+        return True
+    except UnicodeEncodeError:
+        if name not in _warned:
+            _warned.add(name)
+            logger.warning("%r: the name is not valid UTF-8; not indexed (rename it to index it)", name)
+        return False
