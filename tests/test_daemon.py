@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -410,3 +411,32 @@ def test_the_state_folder_is_its_owners_alone_whatever_the_umask(vault, tmp_path
     for p in (state, *state.rglob("*")):
         mode = st_.S_IMODE(p.lstat().st_mode)
         assert not mode & 0o077, f"{p} is {oct(mode)}: the index and journal hold the notes' text"
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: state, ppid, ... (empty when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _children(pid: int) -> list[int]:
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := _stat(int(d))) and st[1] == str(pid)]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_parse_workers_die_with_a_killed_indexer(tmp_path):
+    vault = tmp_path / "big"
+    for i in range(3000):  # enough for the worker pool, and for it to be busy a while
+        (vault / f"d{i % 30}").mkdir(parents=True, exist_ok=True)
+        (vault / f"d{i % 30}" / f"n{i}.md").write_text(f"# Note {i}\n\n" + "some words of text here\n" * 200)
+    proc = subprocess.Popen([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir",
+                             str(tmp_path / "st")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        workers = wait_for(lambda: len(kids := _children(proc.pid)) >= 2 and kids, timeout=30, interval=0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert wait_for(lambda: not [p for p in workers if _stat(p)[:1] not in ([], ["Z"])], timeout=10, interval=0.05)

@@ -13,6 +13,7 @@ import logging
 import mmap
 import os
 import shutil
+import signal
 import tempfile
 from collections import deque
 from collections.abc import Iterator
@@ -108,6 +109,19 @@ def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
         yield rel, parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns) if isinstance(data, bytes) else None, None
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a worker: end when the daemon ends, even by SIGKILL (Linux's PR_SET_PDEATHSIG; the
+    thread that started the pool holds it until the pool is shut down). Elsewhere, nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(1)
+
+
 def workers_for(setting: int) -> int:
     """`index.workers`: 0 means one per core (processes; 1 means parse in the daemon itself)."""
     return setting if setting > 0 else (os.cpu_count() or 1)
@@ -124,7 +138,8 @@ def parse_many(root: str, items: list[Item], max_bytes: int, workers: int) -> It
     spool = _spool()
     try:
         # spawn, not fork: the daemon has threads (watcher, server) a fork would copy mid-step
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             pending = deque(pool.submit(_chunk, root, c, max_bytes, spool) for c in chunks[: workers * 4])
             queued = len(pending)
             while pending:
