@@ -440,3 +440,12 @@ def test_parse_workers_die_with_a_killed_indexer(tmp_path):
         proc.kill()
         proc.wait()
     assert wait_for(lambda: not [p for p in workers if _stat(p)[:1] not in ([], ["Z"])], timeout=10, interval=0.05)
+
+
+def test_the_daemon_indexes_an_edit_that_keeps_size_and_mtime(daemon, vault):
+    p = vault / "notes" / "Deep work.md"
+    st = p.stat()
+    text = p.read_bytes()
+    p.write_bytes(text[: -len(b"zanzibar\n")] + b"zanzibar\n")
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # as a coarse clock or two saves in one tick leave it
+    assert wait_for(lambda: daemon.search_paths("zanzibar") == ["notes/Deep work.md"], timeout=5, interval=0.05)

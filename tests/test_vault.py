@@ -285,3 +285,16 @@ def test_a_file_name_that_is_not_utf8_never_stops_the_rest(cfg, vault):
         assert "notes/Fresh.md" in v.notes
     finally:
         v.close()
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_indexed_when_reported(v, vault):
+    p = vault / "notes" / "Deep work.md"
+    st = p.stat()
+    text = p.read_bytes()
+    p.write_bytes(text[: -len(b"zanzibar\n")] + b"zanzibar\n" if len(text) > 9 else text)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # a coarse clock: the same mtime, the same size
+    assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
+    v.apply(["notes/Deep work.md"])  # a stat scan cannot see it
+    assert "notes/Deep work.md" not in paths(v, "zanzibar")
+    v.apply(["notes/Deep work.md"], reread=True)  # the watcher reported it: read, the hash decides
+    assert paths(v, "zanzibar") == ["notes/Deep work.md"]

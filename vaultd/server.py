@@ -191,7 +191,7 @@ class Server:
                 logger.warning("events were lost: reconciling the whole vault")
                 self._guard(vault.reconcile)
             if batch:
-                self._guard(vault.apply, batch)
+                self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
             self.debouncer.done()
             if time.monotonic() >= next_split and not self.debouncer.pending:  # a quiet moment
                 self._guard(vault.auto_split)

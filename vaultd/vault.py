@@ -143,18 +143,20 @@ class Vault:
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
         return result
 
-    def apply(self, paths: Iterable[str], progress: Progress | None = None) -> tuple[int, int]:
+    def apply(self, paths: Iterable[str], progress: Progress | None = None, reread: bool = False) -> tuple[int, int]:
         """Re-read every dirty path (a file, or a folder when it ends in '/') and commit the
-        result as one batch. Returns (upserted, deleted)."""
+        result as one batch. Returns (upserted, deleted). `reread`: the files named were
+        reported changed (by the watcher), so they are read even when their size and mtime
+        are as indexed (coarse timestamps, two saves in one tick), and their hash decides."""
         paths = list(dict.fromkeys(paths))
         with self._apply_lock:
             self.in_flight = len(paths)
             try:
-                return self._apply(paths, progress)
+                return self._apply(paths, progress, reread)
             finally:
                 self.in_flight = 0
 
-    def _apply(self, paths: list[str], progress: Progress | None) -> tuple[int, int]:
+    def _apply(self, paths: list[str], progress: Progress | None, reread: bool = False) -> tuple[int, int]:
         files: dict[str, os.stat_result | None] = {}
         for rel in paths:
             if rel.endswith("/"):
@@ -168,8 +170,9 @@ class Vault:
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
         deletes: list[str] = []
         to_parse: list[tuple[str, int, int]] = []
+        reported = {p for p in paths if not p.endswith("/")} if reread else set()
         for rel, st in files.items():
-            st = self._stat(rel, st)
+            st = self._stat(rel, st, rel in reported)
             if st is None:
                 if rel in self.notes:
                     deletes.append(rel)
@@ -191,6 +194,9 @@ class Vault:
                         batch.delete(rel)
                     continue
                 self.parsed += 1
+                old = self.notes.get(rel)
+                if old is not None and (old.hash, old.mtime_ns, old.size) == (note.hash, note.mtime_ns, note.size):
+                    continue  # read again, and the same bytes
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
                 batch.add(note, doc, new=rel not in self.notes)
@@ -310,8 +316,9 @@ class Vault:
                     out.append(old)
         return out
 
-    def _stat(self, rel: str, st: os.stat_result | None) -> os.stat_result | None | bool:
-        """`rel`'s stat when it needs parsing; None when it is gone (or not a note); False when unchanged."""
+    def _stat(self, rel: str, st: os.stat_result | None, reread: bool = False) -> os.stat_result | None | bool:
+        """`rel`'s stat when it needs parsing; None when it is gone (or not a note); False when
+        unchanged by size and mtime (never with `reread`)."""
         try:
             st = st or os.lstat(self.root / rel)
         except OSError:
@@ -319,7 +326,7 @@ class Vault:
         if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
             return None
         old = self.notes.get(rel)
-        if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+        if not reread and old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
             logger.debug("unchanged: %s", rel)
             return False
         return st
