@@ -232,11 +232,15 @@ class View:
                 if r.link.line not in added:
                     by_line.setdefault(r.link.line, []).append(r)
             lines = self.masked[src]
+            defs = _definition_lines(lines)
             for ln, rs in by_line.items():
                 text = lines[ln - 1] if ln <= len(lines) else ""
                 for i, r in enumerate(sorted(rs, key=lambda r: r.link.col)):
                     k = (origin, text, i)
-                    out.setdefault(k, Counter())[self.meaning(r)] += 1
+                    c = out.setdefault(k, Counter())
+                    # a footnote or reference definition may stand in several parts (the splitter
+                    # copies it to each part that uses it): counted once
+                    c[self.meaning(r)] = 1 if ln in defs else c[self.meaning(r)] + 1
                     self.raws.setdefault(k, []).append(r.link.raw)
         return out
 
@@ -267,6 +271,24 @@ class View:
         for lines in self.masked.values():
             c.update(x for x in lines if x.strip())
         return c
+
+
+_DEFINITION = re.compile(r"^ {0,3}\[\^?[^\]\n]+\]:|^\[fn:[^\]:\s]+\]")
+
+
+def _definition_lines(lines: list[str]) -> set[int]:
+    """Line numbers (1-based) of footnote and reference-link definitions, with the indented
+    lines that continue each."""
+    out: set[int] = set()
+    inside = False
+    for n, x in enumerate(lines, 1):
+        if _DEFINITION.match(x):
+            inside = True
+        elif not x.strip() or not x[:1].isspace():
+            inside = False
+        if inside:
+            out.add(n)
+    return out
 
 
 def link_map(root: Path, origin: dict[str, str] | None = None) -> dict:
