@@ -842,3 +842,18 @@ def test_undo_never_writes_outside_the_vault_whatever_the_journal_says(tmp_path,
     (v.journal.dir / f"{op}.json").write_text(json.dumps(entry))
     Vault(v.config).close()
     assert not (tmp_path / "outside.md").exists() and not (tmp_path / "out.md").exists()
+
+
+@pytest.mark.parametrize("text", ['[1, 2]', '{"op": "x"}', '{"op": "20260101T000000-abcdef", "note": 3}',
+                                  '{"op": "20260101T000000-abcdef", "note": "a.md", "status": "prepared", "time": "x"}',
+                                  "not json"])
+def test_a_journal_entry_of_the_wrong_shape_never_stops_a_start(tmp_path, text):
+    v = _vault(tmp_path, {"notes/A.md": "# A\n"}, quiet=0)
+    v.close()
+    (v.journal.dir / "20260101T000000-abcdef.json").write_text(text)
+    v = Vault(v.config)  # starts, and the rest of the journal still counts
+    try:
+        v.reconcile()
+        assert v.split_history()["history"] == [] and "notes/A.md" in v.notes
+    finally:
+        v.close()

@@ -657,10 +657,15 @@ class Journal:
         out = []
         for p in sorted(self.dir.glob("*.json")):
             try:
-                out.append(json.loads(p.read_bytes()))
-            except (OSError, ValueError) as e:
+                e = json.loads(p.read_bytes())
+                if not (isinstance(e, dict) and _OP.fullmatch(str(e.get("op"))) and isinstance(e.get("note"), str)
+                        and isinstance(e.get("status"), str) and isinstance(e.get("files", []), list)
+                        and isinstance(e.get("time", 0), (int, float))):
+                    raise ValueError("not a journal entry of this vaultd")
+                out.append(e)
+            except (OSError, ValueError) as e:  # set aside in the log; the rest go on
                 logger.warning("journal entry %s unreadable: %s", p.name, e)
-        return sorted(out, key=lambda e: (e.get("time", 0), e.get("op", "")))
+        return sorted(out, key=lambda e: (e.get("time", 0), e["op"]))
 
 
 SPLIT, STALE = "split", "stale save"
