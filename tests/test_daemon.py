@@ -449,3 +449,24 @@ def test_the_daemon_indexes_an_edit_that_keeps_size_and_mtime(daemon, vault):
     p.write_bytes(text[: -len(b"zanzibar\n")] + b"zanzibar\n")
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # as a coarse clock or two saves in one tick leave it
     assert wait_for(lambda: daemon.search_paths("zanzibar") == ["notes/Deep work.md"], timeout=5, interval=0.05)
+
+
+def _immutable(path, on: bool) -> bool:
+    return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+def test_a_batch_that_fails_is_kept_and_retried_until_it_goes_through(daemon, tmp_path, vault):
+    index = tmp_path / "state" / "index"
+    if not _immutable(index, True):  # even root cannot write there now
+        pytest.skip("chattr +i is not permitted here")
+    try:
+        for i in range(5):
+            (vault / "notes" / f"Retry {i}.md").write_text(f"# Retry {i}\n\nquokkaword {i}\n")
+        assert wait_for(lambda: (st := daemon.status())["last_error"] and st["pending"] >= 5, timeout=10,
+                        interval=0.05), "the failure is shown, and the edits are still pending"
+        assert daemon.search_paths("quokkaword") == []
+    finally:
+        _immutable(index, False)
+    assert wait_for(lambda: len(daemon.search_paths("quokkaword")) == 5, timeout=20, interval=0.1), \
+        "once the index can be written again, every edit is indexed"
+    assert daemon.status()["pending"] == 0

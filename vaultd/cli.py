@@ -148,6 +148,9 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             st = json.loads(s.makefile("rb").readline())["result"]
         click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, "
                    f"{st.get('broken')} broken links")
+        if st.get("last_error"):
+            click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
+            ok = not st["pending"]
     except OSError as e:
         click.echo(f"daemon:    not running on {cfg.socket} ({e.strerror or e}); start it with `vaultd run`")
         ok = False

@@ -92,6 +92,10 @@ class Server:
         self.should_exit = threading.Event()
         self.vault: Vault | None = None
         self.debouncer = Debouncer(config.watch.debounce_ms / 1000, config.watch.max_delay_ms / 1000)
+        self.failed: list[str] = []
+        """Changed files the indexer could not apply yet (a failed batch): retried, counted as pending."""
+        self.last_error: str | None = None
+        """The indexer's last failure, for `status`."""
         self._listener: socket.socket | None = None
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._lock = SocketLock(self.socket_path)
@@ -181,29 +185,49 @@ class Server:
 
     def _index_loop(self) -> None:
         vault = self.vault
-        self._guard(vault.reconcile)
+        rescan = True  # the first reconcile; again after lost events, or when one failed
         next_split = time.monotonic()
+        delay, retry_at = 1.0, 0.0  # failed work is retried, waiting twice as long each time, up to a minute
         while not self.should_exit.is_set():
-            batch = self.debouncer.take(self.should_exit)
+            batch = [] if rescan and retry_at == 0.0 else self.debouncer.take(self.should_exit)
             self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
             if RESCAN in batch:
                 batch.remove(RESCAN)
                 logger.warning("events were lost: reconciling the whole vault")
-                self._guard(vault.reconcile)
-            if batch:
-                self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
+                rescan = True
+            if self.failed:
+                batch, self.failed = list(dict.fromkeys(self.failed + batch)), []
+            ok = True
+            if time.monotonic() >= retry_at:
+                if rescan:
+                    rescan = not (ok := self._guard(vault.reconcile))
+                if ok and batch:
+                    ok = self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
+                    batch = [] if ok else batch
+            self.failed = batch  # not applied (failed, or waiting to retry): kept, and counted as pending
+            if not ok:
+                logger.warning("indexing failed: %d changed files and %s kept; retrying in %.0f s", len(batch),
+                               "a rescan" if rescan else "no rescan", delay)
+                retry_at, delay = time.monotonic() + delay, min(delay * 2, 60.0)
+            elif retry_at and time.monotonic() >= retry_at:
+                retry_at, delay = 0.0, 1.0
             self.debouncer.done()
             if time.monotonic() >= next_split and not self.debouncer.pending:  # a quiet moment
                 self._guard(vault.auto_split)
                 next_split = time.monotonic() + 5
 
-    def _guard(self, fn, *args) -> None:
+    def _guard(self, fn, *args) -> bool:
+        """Run one step of the indexer; whether it went through. A failure is logged and
+        never stops the indexer (the caller retries what failed)."""
         try:
             fn(*args)
+            return True
         except Stopped as e:
             logger.info("indexing stopped %s", e)
-        except Exception:  # a failed batch must not stop the indexer; the next event retries
+        except Exception as e:
+            self.last_error = f"{type(e).__name__}: {e}"
             logger.exception("indexing failed")
+        return False
 
     # -- serving ----------------------------------------------------------------
 
@@ -351,7 +375,8 @@ class Server:
                     **v.status(),
                     "pid": os.getpid(),
                     "socket": str(self.socket_path),
-                    "pending": max(self.debouncer.pending, v.in_flight),
+                    "pending": max(self.debouncer.pending, v.in_flight) + len(self.failed),
+                    "last_error": self.last_error,
                 }
             case protocol.Ping():
                 return {"pong": True, "version": __version__}
