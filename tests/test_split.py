@@ -566,6 +566,8 @@ def test_first_start_writes_nothing_growth_splits_and_proposals_wait_for_the_use
     assert undone.returncode == 0 and undone.stdout.count("undid ") == 2, undone
     assert _tree(v) == grown, "undo of all restores the tree byte for byte"
     assert q("split", "--undo").returncode == 2 and q("split", "--undo", "../../x").returncode != 0
+    nothing = q("split", "--undo", "--all")
+    assert nothing.returncode == 1 and "no split operation to undo" in nothing.stderr, "as grep: nothing, exit 1"
 
 
 def test_a_stale_buffer_saved_over_the_hub_wins_and_is_not_split_again(tmp_path):

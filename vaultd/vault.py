@@ -723,7 +723,9 @@ class Vault:
             ops = [e["op"] for e in self.journal.all() if e.get("status") == "done"]
         ops = [ops] if isinstance(ops, str) else list(ops or [])
         if not ops:
-            raise QueryError("split --undo: no operation to undo" if every else "split --undo: give an operation")
+            if every:
+                return {"op": None, "undone": [], "restored": []}
+            raise QueryError("split --undo: give an operation")
         undone, restored = [], []
         when = {e["op"]: e.get("time", 0) for e in self.journal.all()}
         ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)

@@ -431,6 +431,9 @@ def _run(c: Client, args) -> int:
                     f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
                 print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
         elif undo:
+            if not res["undone"]:
+                print("vaultq: no split operation to undo (see `vaultq split --history`)", file=sys.stderr)
+                return EXIT_NONE
             for op in res["undone"]:
                 print(f"undid {op}")
             print(f"restored {len(res['restored'])} files")
@@ -445,6 +448,8 @@ def _run(c: Client, args) -> int:
             for it in res["skipped"]:
                 print(f"skipped {it['note']}: {it['why']}", file=sys.stderr)
             if not res["split"]:
+                if not res["skipped"]:
+                    print("vaultq: no note is proposed for splitting (see `vaultq split --list`)", file=sys.stderr)
                 return EXIT_NONE
         elif res["dry_run"]:
             sys.stdout.write(res["diff"])
