@@ -403,8 +403,8 @@ def test_the_state_folder_is_its_owners_alone_whatever_the_umask(vault, tmp_path
 
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
-    (state / "old.json").write_text("{}")  # left readable to all by an older vaultd
-    os.chmod(state / "old.json", 0o644)
+    (state / "state.json").write_text("{}")  # left readable to all by an older vaultd
+    os.chmod(state / "state.json", 0o644)
     d = make_daemon()
     d.request("search", q="memory")
     d.stop()

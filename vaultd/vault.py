@@ -895,7 +895,8 @@ def _make_private(folder: Path) -> None:
     the index, the split journal's pre-images), whatever the umask, also when an older
     vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for p in (folder, *folder.rglob("*")):
+    mine = [folder / "index", folder / "split", *folder.glob("state.json*")]  # what vaultd keeps there, and no more
+    for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
         try:
             st = p.lstat()
             if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
