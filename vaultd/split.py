@@ -133,10 +133,10 @@ def _sections(lines: list[bytes], heads: list[Heading], threshold: int, limit: i
     return chunks, oversized
 
 
-def _fresh_ids(taken: set[str], n: int, now: float | None = None) -> list[str]:
+def _fresh_ids(taken: set[str], n: int) -> list[str]:
     """n Denote identifiers as Denote gives a note created now (the time, a second later
     while one is taken), none already used in the vault."""
-    t = int(time.time() if now is None else now)
+    t = int(time.time())
     out: list[str] = []
     while len(out) < n:
         ident = time.strftime("%Y%m%dT%H%M%S", time.localtime(t))
@@ -769,7 +769,7 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
-            current = p.read_bytes() if p.exists() else None
+            current = _read(p)
             if current != c.before:
                 raise SplitError(f"{c.path} changed while splitting; nothing was split")
             if c.after is None:
@@ -795,7 +795,7 @@ def _restore(vault: Path, changes, mode: int | None = None) -> list[str]:
     touched = []
     for c in reversed(list(changes)):
         p = vault / c.path
-        current = p.read_bytes() if p.exists() else None
+        current = _read(p)
         if current == c.before:
             continue
         if current != c.after:
@@ -864,7 +864,7 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
     if not force:
         for c in changes:
             p = vault / c.path
-            current = p.read_bytes() if p.exists() else None
+            current = _read(p)
             if current != c.after:
                 raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
     touched = []

@@ -34,11 +34,16 @@ class State(msgspec.Struct, kw_only=True):
     user last gave them. While a file is as written, that is its time of change (HOT, recent)."""
 
 
+def as_written(state: State, path: str, mtime_ns: int, size: int) -> bool:
+    """Whether `path`, of this mtime and size, is as vaultd itself last wrote it."""
+    w = state.written.get(path) if state.written else None
+    return w is not None and w[0] == mtime_ns and w[1] == size
+
+
 def changed_ns(state: State, path: str, mtime_ns: int, size: int) -> int:
     """When the user last changed `path`: its mtime, unless vaultd wrote it as it is now
     (a split's hub and parts, an undo's restored files are not the user's activity)."""
-    w = state.written.get(path) if state.written else None
-    return w[2] if w and w[0] == mtime_ns and w[1] == size else mtime_ns
+    return state.written[path][2] if as_written(state, path, mtime_ns, size) else mtime_ns
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:

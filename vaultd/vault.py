@@ -30,7 +30,7 @@ from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .paths import open_note, read_note
 from .snippets import READ_FIRST, Matcher, best_lines
-from .state import StateStore, changed_ns
+from .state import StateStore, as_written, changed_ns
 from .tiers import hot, is_cold
 from .workers import parse_many, workers_for
 
@@ -247,10 +247,9 @@ class Vault:
         st = self.state
         for n in upserts:
             p = n.path
-            w = st.state.written.get(p)
-            if w is not None:
-                if (w[0], w[1]) == (n.mtime_ns, n.size):
-                    continue  # vaultd's own write
+            if as_written(st.state, p, n.mtime_ns, n.size):
+                continue  # vaultd's own write
+            if p in st.state.written:  # it was vaultd's; the user's since
                 st.wrote(p, None)
             if p in self._done:
                 self._stale.add(p)
@@ -660,12 +659,11 @@ class Vault:
 
     def _as_written(self, path: str) -> bool:
         """Whether `path` is as vaultd itself last wrote it (a split, an undo)."""
-        w = self.state.state.written.get(path)
         try:
             st = os.stat(self.root / path)
         except OSError:
             return False
-        return w is not None and (w[0], w[1]) == (st.st_mtime_ns, st.st_size)
+        return as_written(self.state.state, path, st.st_mtime_ns, st.st_size)
 
     def _write(self, plan: split.Plan, kind: str = split.SPLIT) -> dict:
         """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
@@ -719,15 +717,16 @@ class Vault:
 
     def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
         """Undo operations, newest first: those named, or with `every` every done one."""
+        entries = self.journal.all()
         if every:
-            ops = [e["op"] for e in self.journal.all() if e.get("status") == "done"]
+            ops = [e["op"] for e in entries if e.get("status") == "done"]
         ops = [ops] if isinstance(ops, str) else list(ops or [])
         if not ops:
             if every:
                 return {"op": None, "undone": [], "restored": []}
             raise QueryError("split --undo: give an operation")
         undone, restored = [], []
-        when = {e["op"]: e.get("time", 0) for e in self.journal.all()}
+        when = {e["op"]: e.get("time", 0) for e in entries}
         ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
         if not force:
             try:
