@@ -295,7 +295,9 @@ def _vault(tmp_path: Path, files: dict[str, str]) -> Vault:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The vault's files, but for vaultd's split journal (.vaultd/, see split.JOURNAL)."""
+    return {rel: p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(".vaultd/")}
 
 
 def _the_link(links, row: Row, text: str):

@@ -60,7 +60,9 @@ def _answers(sock: Path) -> bool:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The vault's files, but for vaultd's split journal (.vaultd/, see split.JOURNAL)."""
+    return {rel: p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(".vaultd/")}
 
 
 def _lines(b: bytes) -> Counter:
@@ -179,7 +181,7 @@ def test_embeds_count_as_wikilinks_for_the_style(tmp_path, intro):
 def test_only_a_done_or_undone_split_says_whether_a_note_is_kept_whole(tmp_path):
     from vaultd.split import Journal, kept_whole
 
-    j = Journal(tmp_path / "journal")
+    j = Journal(tmp_path)
     j.save({"op": "20260101T000000-aaaaaa", "note": "a.md", "status": "done"})
     j.save({"op": "20260101T000001-aaaaaa", "note": "a.md", "status": "undone"})
     j.save({"op": "20260101T000002-aaaaaa", "note": "a.md", "status": "aborted"})  # a later try that never happened
@@ -834,6 +836,7 @@ def test_undo_never_writes_outside_the_vault_whatever_the_journal_says(tmp_path,
         op = "20260101T000000-abcdef"
         entry = {"op": op, "time": 1.0, "note": "notes/A.md", "status": "done", "parts": [],
                  "files": [{"path": path, "before": base64.b64encode(b"owned\n").decode(), "after": None}]}
+        v.journal.dir.mkdir(parents=True)
         (v.journal.dir / f"{op}.json").write_text(json.dumps(entry))
         with pytest.raises(QueryError, match="not a file inside the vault"):
             v.split_undo(op, force=True)
@@ -852,6 +855,7 @@ def test_undo_never_writes_outside_the_vault_whatever_the_journal_says(tmp_path,
 def test_a_journal_entry_of_the_wrong_shape_never_stops_a_start(tmp_path, text):
     v = _vault(tmp_path, {"notes/A.md": "# A\n"}, quiet=0)
     v.close()
+    v.journal.dir.mkdir(parents=True)
     (v.journal.dir / "20260101T000000-abcdef.json").write_text(text)
     v = Vault(v.config)  # starts, and the rest of the journal still counts
     try:

@@ -463,7 +463,8 @@ def check_split(gv: GenVault, work: Path) -> Outcome:
     for rel, text in gv.files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(text.encode())
-    journal = split.Journal(work / "journal")
+    (work / "elsewhere").mkdir()
+    journal = split.Journal(work / "elsewhere")  # its .vaultd/ out of the tree compared
     before_tree = read_tree(root)
     before = View(before_tree)
     ops, origin, refused = split_all(root, gv.bigs, gv.threshold, journal)

@@ -1,11 +1,13 @@
 """Auto-split: an oversized note becomes a hub plus parts, and every link into a moved
 heading or block is rewritten, all through a journal.
 
-The plan is pure (bytes in, files out). Applying it:
-  1. the journal entry, holding the pre-image of every file to touch and its new
-     content, is written and fsynced (status "prepared");
+The plan is pure (bytes in, files out). Only the vaultd holding the vault's WriterLock
+applies one. Applying it:
+  1. the journal entry (in the vault's .vaultd/split/), holding the pre-image of every
+     file to touch and its new content, is written and fsynced (status "prepared");
   2. each file's bytes are re-checked against its pre-image, then it is written
-     atomically (parts first, then linking notes, the hub last);
+     atomically (parts first, created only where no file is, then linking notes, the
+     hub last);
   3. the entry is marked "done": it is now the undo record.
 A crash before 3 is rolled back at start-up (`recover`): every file goes back to its
 pre-image, created parts are removed. `undo` does the same for a done operation,
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import fcntl
 import fnmatch
 import hashlib
 import itertools
@@ -633,18 +636,51 @@ def _crash_point(step: int) -> None:
 _OP = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
 
 
+JOURNAL = ".vaultd/split"
+"""Where in the vault the journal lives: it is user data (the only way back from a split,
+and the record of which notes the user wants whole), so it goes with the vault, not with
+a state folder that may be deleted, and every vaultd on the vault reads the same one.
+Created at the first split, never before; a dot folder, so never indexed."""
+
+_README = b"""This folder is vaultd's split journal: one file per split, holding every file the
+split changed as it was before and after. It is how `vaultq split --undo OP` puts a
+note back, and how vaultd knows which notes you want kept whole. Keep it with the vault
+(it is private: only you can read it). Deleting it loses the undo of past splits.
+"""
+
+
 class Journal:
-    def __init__(self, directory: Path):
-        self.dir = directory
-        self.dir.mkdir(parents=True, exist_ok=True)
+    """The split journal: one JSON file per operation in the vault's `.vaultd/split/`.
+    Entries an older vaultd kept in its state folder (`older`) are still read, and updated
+    where they are."""
+
+    def __init__(self, vault: Path, older: tuple[Path, ...] = ()):
+        self.vault = vault
+        self.dir = vault / JOURNAL
+        self.older = older
 
     def _path(self, op: str) -> Path:
         if not _OP.fullmatch(op):  # an op names a file in the journal's folder, and nothing else
             raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)")
-        return self.dir / f"{op}.json"
+        name = f"{op}.json"
+        return next((d / name for d in self.older if (d / name).exists()), self.dir / name)
+
+    def _make_dir(self) -> None:
+        """The journal's folder, private; refused when it is not a folder of this vault (a
+        symlink put in its place would take the notes' text elsewhere)."""
+        top = self.dir.parent
+        if not top.is_dir():
+            top.mkdir(mode=0o700, exist_ok=True)
+            write_atomic(top / "README.txt", _README, 0o600, new=True)
+        self.dir.mkdir(mode=0o700, exist_ok=True)
+        if os.path.realpath(self.dir) != os.path.join(os.path.realpath(self.vault), JOURNAL):
+            raise SplitError(f"{self.dir} is not a folder of the vault (a symlink?): nothing was written")
 
     def save(self, entry: dict) -> None:
-        write_atomic(self._path(entry["op"]), json.dumps(entry, ensure_ascii=False).encode())
+        path = self._path(entry["op"])
+        if path.parent == self.dir:
+            self._make_dir()
+        write_atomic(path, json.dumps(entry, ensure_ascii=False).encode(), 0o600)
 
     def load(self, op: str) -> dict:
         try:
@@ -654,18 +690,76 @@ class Journal:
 
     def all(self) -> list[dict]:
         """Every entry, oldest first."""
-        out = []
-        for p in sorted(self.dir.glob("*.json")):
+        out = {}
+        for p in sorted(p for d in (self.dir, *self.older) for p in d.glob("*.json")):
             try:
                 e = json.loads(p.read_bytes())
                 if not (isinstance(e, dict) and _OP.fullmatch(str(e.get("op"))) and isinstance(e.get("note"), str)
                         and isinstance(e.get("status"), str) and isinstance(e.get("files", []), list)
                         and isinstance(e.get("time", 0), (int, float))):
                     raise ValueError("not a journal entry of this vaultd")
-                out.append(e)
+                out.setdefault(e["op"], e)
             except (OSError, ValueError) as e:  # set aside in the log; the rest go on
                 logger.warning("journal entry %s unreadable: %s", p.name, e)
-        return sorted(out, key=lambda e: (e.get("time", 0), e["op"]))
+        return sorted(out.values(), key=lambda e: (e.get("time", 0), e["op"]))
+
+
+class WriterLock:
+    """One vaultd at a time writes into a vault: an flock on the vault's folder itself,
+    whatever state folder, bind mount or container each vaultd runs from (they all open
+    the same folder), and nothing written for it. The others index and answer. Not across
+    machines: a network folder, or a vault synced between two (see README)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.fd: int | None = None
+        self.folder: tuple[int, int] | None = None
+        self.taken = 0
+        """Times it was acquired: after each, what another vaultd did meanwhile is read anew."""
+
+    def acquire(self) -> bool:
+        """Whether this vaultd holds the lock now (taken when free; taken anew when the
+        vault's folder was replaced since)."""
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return False
+        if self.fd is not None and self.folder == (st.st_dev, st.st_ino):
+            return True
+        self.release()
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        st = os.fstat(fd)
+        self.fd, self.folder, self.taken = fd, (st.st_dev, st.st_ino), self.taken + 1
+        return True
+
+    def holder(self) -> int | None:
+        """The pid holding the lock, as /proc/locks says (None when unknown, or in another
+        pid namespace)."""
+        try:
+            st = os.stat(self.root)
+            want = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+            with open("/proc/locks") as f:
+                for line in f:
+                    parts = line.split()
+                    if "FLOCK" in parts and want in parts and "->" not in parts:
+                        pid = int(parts[parts.index(want) - 1])
+                        return pid or None
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = self.folder = None
 
 
 SPLIT, STALE = "split", "stale save"
@@ -764,7 +858,7 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     }
     journal.save(entry)
     _crash_point(1)
-    written: list[FileChange] = []
+    written: dict[str, tuple[FileChange, os.stat_result | None]] = {}
     mode = os.stat(vault / plan.note).st_mode & 0o7777  # the parts: as private as the note
     try:
         for step, c in enumerate(plan.changes, start=2):
@@ -774,13 +868,16 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
                 raise SplitError(f"{c.path} changed while splitting; nothing was split")
             if c.after is None:
                 p.unlink()
+                written[c.path] = (c, None)
             else:
                 p.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(p, c.after, mode)
-            written.append(c)
+                try:
+                    written[c.path] = (c, write_atomic(p, c.after, mode, new=c.before is None))
+                except FileExistsError:
+                    raise SplitError(f"{c.path} was created by someone else while splitting; nothing was split")
             _crash_point(step)
     except BaseException:
-        _restore(vault, written, mode)
+        _restore(vault, [c for c, _ in written.values()], mode, mine={p: st for p, (_, st) in written.items()})
         entry["status"] = "aborted"
         journal.save(entry)
         raise
@@ -790,15 +887,19 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     return entry
 
 
-def _restore(vault: Path, changes, mode: int | None = None) -> list[str]:
-    """Put back the pre-images of changes that were written. Returns the paths touched."""
+def _restore(vault: Path, changes, mode: int | None = None,
+             mine: dict[str, os.stat_result | None] | None = None) -> list[str]:
+    """Put back the pre-images of changes that were written. Returns the paths touched.
+    A file changed since is left as it is; so is, with `mine` (each path's file as written
+    here), a file that is no longer the one written here, even with the same bytes: another
+    writer's (a second vaultd elsewhere on a synced vault) is never removed."""
     touched = []
     for c in reversed(list(changes)):
         p = vault / c.path
         current = _read(p)
         if current == c.before:
             continue
-        if current != c.after:
+        if current != c.after or (mine and c.after is not None and not _same_file(p, mine.get(c.path))):
             logger.warning("%s changed since the split wrote it; leaving it as it is", c.path)
             continue
         if c.before is None:
@@ -807,6 +908,15 @@ def _restore(vault: Path, changes, mode: int | None = None) -> list[str]:
             write_atomic(p, c.before, mode)
         touched.append(c.path)
     return touched
+
+
+def _same_file(p: Path, st: os.stat_result | None) -> bool:
+    try:
+        now = os.stat(p)
+    except OSError:
+        return False
+    # an inode number is soon given again to a new file: its ctime tells the two apart
+    return st is not None and (now.st_dev, now.st_ino, now.st_ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns)
 
 
 def _changes(entry: dict, vault: Path) -> list[FileChange]:

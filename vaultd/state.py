@@ -7,6 +7,7 @@ be read is set aside as `state.json.bad-<time>` and vaultd starts from empty sta
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -46,14 +47,17 @@ def changed_ns(state: State, path: str, mtime_ns: int, size: int) -> int:
     return state.written[path][2] if as_written(state, path, mtime_ns, size) else mtime_ns
 
 
-def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes, mode: int | None = None, new: bool = False) -> os.stat_result:
     """Replace `path` with `data` so that a crash leaves either the old or the new file.
     The file keeps its permissions (a private note stays private); a new one gets `mode`,
-    when given."""
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        pass
+    when given. With `new`, only create it: FileExistsError when someone else put a file
+    there, which is left as it is. Returns the written file's stat (its inode and ctime say
+    later whether the file at `path` is still the one written here)."""
+    if not new:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            pass
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
         f.write(data)
@@ -61,12 +65,25 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None) -> None:
         os.fsync(f.fileno())
         if mode is not None:
             os.fchmod(f.fileno(), mode)
-    os.replace(tmp, path)
+    if new:
+        try:
+            os.link(tmp, path)  # never over another's file, unlike a rename
+        except OSError as e:
+            if e.errno == errno.EEXIST or os.path.lexists(path):
+                os.unlink(tmp)
+                raise FileExistsError(errno.EEXIST, "someone else created it", str(path)) from None
+            os.replace(tmp, path)  # no hard links here (FAT, some FUSE): checked just before, instead
+        else:
+            os.unlink(tmp)
+    else:
+        os.replace(tmp, path)
+    st = os.stat(path)
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return st
 
 
 class StateStore:

@@ -89,16 +89,23 @@ class Vault:
         self.in_flight = 0
         """Paths of the batch being applied now (part of `pending`)."""
         self.state = StateStore(self.state_dir / "state.json")
-        self.journal = split.Journal(self.state_dir / "split")
-        for rel in split.recover(self.root, self.journal):  # a crash mid-split: back to before
-            logger.warning("restored %s from the split journal", rel)
+        self._apply_lock = threading.Lock()
+        self._split_lock = threading.RLock()  # one write into the vault at a time (a split, an undo)
+        self.journal = split.Journal(self.root, older=(self.state_dir / "split",))
+        self._writer = split.WriterLock(self.root)
+        self._taken = 0  # the writer lock's acquisitions seen (see _may_write)
         self._split_announced = False
         self._split_skip: dict[str, tuple[int, str]] = {}
         """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
-        self._kept_whole = split.kept_whole(self.journal)
+        self._kept_whole: dict[str, str] = {}
         """Notes the user wants whole (a split undone, a stale save), with the op: auto-split leaves them whole."""
-        self._done = split.done_splits(self.journal)
+        self._done: dict[str, str] = {}
         """Notes split now, with the op: their hubs are watched for a stale editor buffer saved over them."""
+        self._read_journal()
+        if not self._may_write():
+            holder = self._writer.holder()
+            logger.warning("another vaultd%s writes into %s: this one indexes and answers, and splits nothing while "
+                           "that one runs", f" (pid {holder})" if holder else "", self.root)
         self._stale: set[str] = set()
         """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
         self.generation = self.state.state.generation + 1
@@ -109,12 +116,37 @@ class Vault:
         self.reconciled = False
         self.stopping = threading.Event()
         """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
-        self._apply_lock = threading.Lock()
-        self._split_lock = threading.Lock()
 
     def close(self) -> None:
         self.state.flush()
         self.index.close()
+        self._writer.release()
+
+    def _read_journal(self) -> None:
+        self._kept_whole = split.kept_whole(self.journal)
+        self._done = split.done_splits(self.journal)
+
+    def _may_write(self) -> bool:
+        """Whether this vaultd may write into the vault: it holds the vault's writer lock.
+        Each time it takes it (at start, or when the vaultd that held it stopped), it first
+        rolls back what a crash left half done and reads the journal anew: the other one
+        may have split or undone since."""
+        with self._split_lock:
+            if not self._writer.acquire():
+                return False
+            if self._taken != self._writer.taken:
+                self._taken = self._writer.taken
+                for rel in split.recover(self.root, self.journal):  # a crash mid-split: back to before
+                    logger.warning("restored %s from the split journal", rel)
+                self._read_journal()
+            return True
+
+    def _writing(self) -> None:
+        """Raise SplitError unless this vaultd may write into the vault (see _may_write)."""
+        if not self._may_write():
+            holder = self._writer.holder()
+            raise split.SplitError(f"another vaultd{f' (pid {holder})' if holder else ''} writes into this vault: "
+                                   "only it splits and undoes; this one indexes and answers (nothing was changed)")
 
     # -- change -----------------------------------------------------------------
 
@@ -674,6 +706,7 @@ class Vault:
             user[c.path] = changed_ns(self.state.state, c.path, n.mtime_ns, n.size) if n else 0
         note_ns = user.get(plan.note, 0)
         with self._split_lock:
+            self._writing()
             entry = split.apply(plan, self.root, self.journal, kind)
         self._wrote([c.path for c in plan.changes], {p: ns or note_ns for p, ns in user.items()})
         return entry
@@ -728,6 +761,10 @@ class Vault:
         undone, restored = [], []
         when = {e["op"]: e.get("time", 0) for e in entries}
         ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
+        try:
+            self._writing()
+        except split.SplitError as e:
+            raise QueryError(str(e)) from None
         if not force:
             try:
                 split.undoable(self.root, self.journal, ops)  # all or nothing
@@ -794,14 +831,14 @@ class Vault:
             self._split_announced = True
             self._announce_split()
         ops = []
-        if cfg.mode == "auto":  # propose and off never write on their own
+        if cfg.mode == "auto" and self._may_write():  # propose and off never write on their own
             for path in list(self._stale):
                 op = self._resolve_stale(path)
                 if op is not False:
                     self._stale.discard(path)
                 if op:
                     ops.append(op)
-        if cfg.mode != "auto":
+        if cfg.mode != "auto" or not self._may_write():
             return ops
         grown = self.state.state.grown
         todo = [(p, n) for p in list(grown) if (n := self.notes.get(p)) is not None and n.size > cfg.threshold
@@ -885,6 +922,7 @@ class Vault:
             "problems": sum(1 for n in self.notes.values() if n.problems),
             **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
             "graph": "ready" if self.graph else "building",
+            "writer": self._writer.fd is not None,
             "uptime_s": round(time.time() - self.started, 1),
         }
 

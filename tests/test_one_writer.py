@@ -1,0 +1,137 @@
+"""One writer per vault, and a journal that goes with the vault (issue 18).
+
+Two vaultds on one vault (different state folders: a container and the host, another
+XDG_STATE_HOME) must not both split; the split journal is user data kept in the vault, so
+deleting the state folder loses no undo and no "keep this note whole"; an aborted split
+removes only files it created itself."""
+
+import os
+import shutil
+import time
+
+import msgspec
+import pytest
+
+from vaultd import split
+from vaultd.config import Config
+from vaultd.errors import QueryError
+from vaultd.vault import Vault
+
+from test_split import _age, _big_md, _tree, _vault
+
+
+def _second(v: Vault, state: str) -> Vault:
+    """Another vaultd on the same vault, with a state folder of its own."""
+    cfg = msgspec.structs.replace(v.config, state_dir=str(v.root.parent / state))
+    w = Vault(cfg)
+    w.reconcile()
+    return w
+
+
+def test_a_second_vaultd_on_the_vault_indexes_but_never_writes(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0)
+    w = _second(v, "state2")
+    try:
+        assert v.status()["writer"] and not w.status()["writer"]
+        assert w.search("lorem", 5, "warm", False)["total"] >= 1  # it indexes and answers
+        before = _tree(v.root)
+        with pytest.raises(QueryError, match=f"another vaultd \\(pid {os.getpid()}\\) writes into this vault"):
+            w.split_note("notes/Big.md")
+        assert w.split_all()["split"] == [] and _tree(v.root) == before
+        op = v.split_note("notes/Big.md")["op"]
+        with pytest.raises(QueryError, match="another vaultd"):
+            w.split_undo(op)
+        assert (v.root / ".vaultd/split" / f"{op}.json").is_file()
+    finally:
+        v.close()
+    try:  # the writer stopped: the other one takes over, reading what the first did
+        w.split_undo(op)
+        assert w._kept_whole == {"notes/Big.md": op}
+        assert w.status()["writer"]
+    finally:
+        w.close()
+
+
+def test_the_journal_lives_in_the_vault_and_outlives_the_state_folder(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Small.md": "# S\n"}, quiet=0)
+    try:
+        assert not (v.root / ".vaultd").exists(), "nothing is written into the vault before a split"
+        first = v.split_note("notes/Big.md")["op"]
+        v.split_undo(first)
+        second = v.split_note("notes/Big.md")["op"]  # by hand: it splits again
+        journal = v.root / ".vaultd/split"
+        assert sorted(p.name for p in journal.iterdir()) == sorted([f"{first}.json", f"{second}.json"])
+        assert oct((v.root / ".vaultd").stat().st_mode & 0o777) == "0o700"
+        assert {oct(p.stat().st_mode & 0o777) for p in journal.iterdir()} == {"0o600"}
+        assert "undo" in (v.root / ".vaultd/README.txt").read_text()
+    finally:
+        v.close()
+    shutil.rmtree(v.state_dir)  # derived data, says the README
+    v = Vault(v.config)
+    try:
+        v.reconcile()
+        assert [e["op"] for e in v.split_history()["history"]] == [first, second]
+        v.split_undo(second)  # an older split can still be undone
+        assert v._kept_whole == {"notes/Big.md": second}
+        v.state.grew("notes/Big.md", 10)  # grown while watched: auto mode would split it...
+        msgspec.structs.replace(v.config.split, mode="auto")
+        assert v.auto_split() == []  # ...but the undo, read from the vault, keeps it whole
+    finally:
+        v.close()
+
+
+def test_an_older_journal_in_the_state_folder_is_still_read_and_undone(tmp_path):
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        before = _tree(v.root)
+        op = v.split_note("notes/Big.md")["op"]
+    finally:
+        v.close()
+    old = v.state_dir / "split"  # where vaultd kept it before
+    old.mkdir()
+    shutil.move(v.root / ".vaultd/split" / f"{op}.json", old / f"{op}.json")
+    v = Vault(v.config)
+    try:
+        v.reconcile()
+        v.split_undo(op)
+        assert _tree(v.root) == before
+        assert split.Journal(v.root, (old,)).load(op)["status"] == "undone"
+        assert not (v.root / ".vaultd/split" / f"{op}.json").exists()  # updated where it was
+    finally:
+        v.close()
+
+
+def test_a_split_never_writes_over_a_file_someone_else_created(tmp_path):
+    """A part's path taken between planning and writing (another vaultd's split of a
+    synced vault, the user): the split stops, and that file is left as it was."""
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        before = _tree(v.root)
+        plan = v._split_plan("notes/Big.md")
+        theirs = v.root / plan.parts[-1]
+        theirs.write_text("someone else's note\n")
+        with pytest.raises(split.SplitError, match="nothing was split"):
+            split.apply(plan, v.root, v.journal)
+        assert theirs.read_text() == "someone else's note\n"
+        assert _tree(v.root) == {**before, plan.parts[-1]: b"someone else's note\n"}
+        assert [e["status"] for e in v.journal.all()] == ["aborted"]
+    finally:
+        v.close()
+
+
+def test_a_roll_back_removes_only_the_files_it_wrote_itself(tmp_path):
+    """Same bytes, another file: the abort leaves it (another writer's, not ours)."""
+    root = tmp_path / "v"
+    root.mkdir()
+    mine, theirs = root / "mine.md", root / "theirs.md"
+    c_mine, c_theirs = split.FileChange("mine.md", None, b"x\n"), split.FileChange("theirs.md", None, b"x\n")
+    written = {"mine.md": split.write_atomic(mine, b"x\n", new=True),
+               "theirs.md": split.write_atomic(theirs, b"x\n", new=True)}
+    theirs.unlink()
+    time.sleep(0.02)  # past a coarse clock tick: a new file may get the old inode number, not its ctime
+    theirs.write_bytes(b"x\n")  # replaced by another writer with the very same bytes
+    assert split._restore(root, [c_mine, c_theirs], mine=written) == ["mine.md"]
+    assert not mine.exists() and theirs.read_bytes() == b"x\n"
+    with pytest.raises(FileExistsError):  # and a part is only ever created, never written over another's
+        split.write_atomic(theirs, b"y\n", new=True)
+    assert theirs.read_bytes() == b"x\n" and sorted(p.name for p in root.iterdir()) == ["theirs.md"]
