@@ -80,7 +80,40 @@ def open_note(root: str, rel: str) -> int:
         raise
 
 
-def read_note(root: str, rel: str) -> bytes:
-    """The bytes of the vault's file `rel`, opened as open_note opens it."""
+def cut(data: bytes, cap: int) -> bytes:
+    """The head of a file longer than `cap` bytes, cut as parse_lines cuts it: after the
+    last newline in its first `cap` bytes (whole lines only), else at `cap`."""
+    return data[: data.rfind(b"\n", 0, cap) + 1 or cap]
+
+
+def read_head(root: str, rel: str, cap: int) -> tuple[bytes, int]:
+    """The vault's file `rel` (opened as open_note opens it) as far as the size cap, and its
+    size. A file over `cap` bytes is cut (see `cut`), and then its size is more than the
+    bytes returned: that is how a caller knows. Never more than cap + 1 bytes are read: a
+    file bigger than memory (a sparse 64 GB file) read whole stopped the whole index."""
     with open(open_note(root, rel), "rb") as f:
-        return f.read()
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(min(size, cap) + 1)  # read(n) takes n bytes first: the file's size, not the cap
+        if size < len(data) <= cap:  # it grew since: on up to the cap
+            data += f.read(cap + 1 - len(data))
+    return (cut(data, cap), max(size, len(data))) if len(data) > cap else (data, len(data))
+
+
+BLOCK = 1 << 16
+"""Bytes read at a time when only a file's first lines are wanted."""
+
+
+def read_lines(root: str, rel: str, cap: int, lines: int) -> bytes:
+    """As read_head, but reading stops once the file's first `lines` lines are in (the bytes
+    may end inside a later line): a line's text wanted from a big file reads only as far as
+    that line. Line ends count as decode counts them: a lone CR ends a line too."""
+    blocks, got, lf, cr = [], 0, 0, 0
+    with open(open_note(root, rel), "rb") as f:
+        while max(lf, cr) < lines and got <= cap:  # each line holds at most one LF and one CR of its end
+            block = f.read(min(BLOCK, cap + 1 - got))
+            if not block:
+                break
+            blocks.append(block)
+            got, lf, cr = got + len(block), lf + block.count(b"\n"), cr + block.count(b"\r")
+    data = b"".join(blocks)
+    return cut(data, cap) if len(data) > cap else data

@@ -28,7 +28,7 @@ from .note import Note, compact, headings_of
 from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
-from .paths import open_note, read_note
+from .paths import cut, open_note, read_head, read_lines
 from .snippets import READ_FIRST, Matcher, best_lines
 from .state import StateStore, as_written, changed_ns
 from .tiers import hot, is_cold
@@ -428,12 +428,19 @@ class Vault:
         except OSError:
             return []
         try:  # read(n) allocates n bytes up front: ask for the file's size, capped; a big file's head first
-            size = min(os.fstat(fd).st_size + 1, self.config.index.max_file_mb << 20)
+            cap, size = self.config.index.max_file_mb << 20, os.fstat(fd).st_size
+            over = size > cap
+            size = cap if over else size + 1
             data = os.read(fd, min(size, READ_FIRST))
+
+            def rest() -> bytes:  # of a file over the cap, only the lines indexed (see paths.cut)
+                more = os.read(fd, size - len(data))
+                return cut(data + more, cap)[len(data) :] if over else more
+
             fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
             skip = _front_matter_lines(data) if fm else 0
             return best_lines(data, matcher, skip=skip, headings=headings_of(note),
-                              rest=(lambda: os.read(fd, size - len(data))) if len(data) == READ_FIRST < size else None)
+                              rest=rest if len(data) == READ_FIRST < size else None)
         except OSError:
             return []
         finally:
@@ -459,7 +466,7 @@ class Vault:
         path = self.find_note(name)
         g = self.graph
         items = [dict(path=src, **_link_json(r)) for src, r in g.backlinks(path)]
-        _add_context(self.root, items)
+        _add_context(self.root, items, self.config.index.max_file_mb << 20)
         return {"note": path, "title": g.notes[path].title, "backlinks": items}
 
     def links(self, name: str) -> dict:
@@ -509,13 +516,16 @@ class Vault:
     # -- working set ------------------------------------------------------------
 
     def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None) -> dict:
-        """A note's text (all, a line range, or one heading's section), read from the file."""
+        """A note's text (all, a line range, or one heading's section), read from the file: of
+        a file over the size cap, only what is indexed (`truncated`, and its lines so far)."""
         path = self.find_note(name)
         note = self.notes[path]
         try:
-            text = decode(read_note(self._root, path))[0]
+            data, size = read_head(self._root, path, self.config.index.max_file_mb << 20)
         except OSError as e:
             raise QueryError(f"cannot read {path}: {e.strerror}") from None
+        truncated = size > len(data)
+        text = decode(data)[0]
         all_lines = text.split("\n")
         if text.endswith("\n"):
             all_lines.pop()
@@ -528,12 +538,13 @@ class Vault:
                 raise QueryError(f"lines: expected A:B with 1 <= A <= B, got {a}:{b}")
             if a > last - first + 1:
                 raise QueryError(f"lines {a}:{b}: past the end ({'the section' if heading else path} has "
-                                 f"{last - first + 1} lines)")
+                                 f"{last - first + 1} lines" + (" as far as read: the file is over index.max_file_mb"
+                                                                if truncated else "") + ")")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
         self.state.touch(path)
         body = "\n".join(all_lines[first - 1 : last])
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
-                "total_lines": len(all_lines), "text": body}
+                "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
     def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8) -> dict:
         """The HOT notes' first lines and the best sections of the top hits for `q`, filling
@@ -559,8 +570,8 @@ class Vault:
             return True
 
         def lines_of(note: Note) -> tuple[list[str], int]:
-            try:
-                text = decode(read_note(self._root, note.path))[0]
+            try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
+                text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
             except OSError:
                 return [], 1
             lines = text.split("\n")
@@ -652,12 +663,30 @@ class Vault:
                 "growing": growing}
 
     def _split_plan(self, path: str, names_taken: tuple[set[str], set[str]] | None = None) -> split.Plan:
+        """The checked plan to split `path` (see split.plan_split). A file over the size cap,
+        the note or one whose links the split rewrites, is refused, and never read whole:
+        vaultd reads only its first max_file_mb, and writing it from those would lose the rest."""
+        cap = self.config.index.max_file_mb << 20
+
+        def refuse(rel: str, size: int) -> split.SplitError:
+            return split.SplitError(f"{rel} is {size} bytes, over the size cap (index.max_file_mb = {cap >> 20}): "
+                                    f"vaultd reads only its first {cap >> 20} MB, and writing it from those would "
+                                    "lose the rest")
+
+        def whole(rel: str) -> bytes:
+            data, size = read_head(self._root, rel, cap)
+            if size > len(data):
+                raise refuse(rel, size)
+            return data
+
         note = self.notes[path]
-        data = read_note(self._root, path)
+        if note.size > cap:
+            raise refuse(path, note.size)
+        data = whole(path)
         if len(data) != note.size:
             raise split.SplitError(f"{path} changed since it was indexed; try again in a moment")
         return split.plan_split(note, data, self._ready_graph(), self.root, self.config.split,
-                                read=lambda p: p.read_bytes(), names_taken=names_taken)
+                                read=lambda p: whole(p.relative_to(self.root).as_posix()), names_taken=names_taken)
 
     def split_note(self, name: str, dry_run: bool = False, check_quiet: bool = True) -> dict:
         """Split one note (or show the plan and diff with `dry_run`). Raises QueryError."""
@@ -993,19 +1022,20 @@ MAX_TEXT = 1000
 """Characters of a link's line given with it: 8,000 links on one 112 KB line gave 900 MB."""
 
 
-def _add_context(root: Path, items: list[dict]) -> None:
+def _add_context(root: Path, items: list[dict], cap: int) -> None:
     """Give each item the text of the line it stands on, read from its file. Only the lines
-    wanted are decoded, and the file split only as far as the last of them: a hub note's
-    backlinks come from hundreds of files, decoding them whole took 0.6 ms each at seed scale."""
+    wanted are read and decoded, and the file split only as far as the last of them: a hub
+    note's backlinks come from hundreds of files, decoding them whole took 0.6 ms each at
+    seed scale. Never past the size cap `cap`: a link is indexed only there."""
     by_path: dict[str, list[dict]] = {}
     for it in items:
         by_path.setdefault(it["path"], []).append(it)
     for path, its in by_path.items():
+        upto = max(it["line"] for it in its)
         try:
-            data = read_note(str(root), path)
+            data = read_lines(str(root), path, cap, upto)
         except OSError:
             data = b""
-        upto = max(it["line"] for it in its)
         if b"\r" in data:  # a lone CR ends a line too (see decode): the slow way
             lines = decode(data)[0].split("\n", upto)
         else:

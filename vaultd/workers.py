@@ -25,8 +25,8 @@ import msgspec
 
 from .index import fields, meta_note
 from .note import Note
-from .paths import read_note
-from .parse import parse_file, parse_lines
+from .paths import read_head
+from .parse import parse_lines
 
 logger = logging.getLogger("vaultd.workers")
 
@@ -47,18 +47,32 @@ _decoder = msgspec.msgpack.Decoder(dict[str, list])
 
 Parsed = tuple[str, Note | None, dict | None]
 """(path, its note, its index document when a worker made it), or (path, None, None) when
-it could not be read (gone, or an OS error, logged)."""
+it could not be read (gone, an OS error, out of memory: logged)."""
 
 
-def read(root: str, rel: str) -> bytes | str | None:
-    """The file's bytes; None when it is gone or no longer a regular file; why, when it
-    cannot be read (outside the vault, see open_note, is one reason)."""
+def read(root: str, rel: str, max_bytes: int) -> tuple[bytes, int] | str | None:
+    """The file's bytes as far as the size cap, and its size (see read_head); None when it
+    is gone or no longer a regular file; why, when it cannot be read (outside the vault,
+    see open_note, is one reason)."""
     try:
-        return read_note(root, rel)
+        return read_head(root, rel, max_bytes)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ELOOP, errno.EINVAL, errno.ENOTDIR):
             return None
         return f"cannot read {rel}: {e.strerror}"
+    except MemoryError:
+        return f"cannot read {rel}: out of memory"
+
+
+def parse_head(rel: str, data: bytes, size: int, max_bytes: int, mtime_ns: int) -> tuple[Note, list[str]]:
+    """parse_lines of a file read by `read`: when it was cut there, the note still has the
+    file's size (a stat scan compares it) and says it was cut, as parse_lines says of a
+    file it cuts itself. Its hash is of the bytes indexed: what a change must change."""
+    note, lines = parse_lines(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
+    if size > len(data):
+        note.size = size
+        note.problems.insert(0, f"file is {size / 2**20:.1f} MB; only the first {max_bytes / 2**20:.0f} MB are indexed")
+    return note, lines
 
 
 Payload = str | bytes | None
@@ -78,13 +92,17 @@ def _chunk(root: str, items: list[Item], max_bytes: int,
     out: list[tuple[str, tuple[int, int] | str | None]] = []
     buf = bytearray()
     for rel, mtime_ns, _ in items:
-        data = read(root, rel)
-        if isinstance(data, bytes):
+        got = read(root, rel, max_bytes)
+        if isinstance(got, tuple):
             start = len(buf)
-            _encoder.encode_into(fields(*parse_lines(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)), buf, -1)
-            out.append((rel, (start, len(buf))))
-        else:
-            out.append((rel, data))
+            try:
+                _encoder.encode_into(fields(*parse_head(rel, *got, max_bytes, mtime_ns)), buf, -1)
+            except MemoryError:  # this file's problem: the chunk's others go on
+                del buf[start:]
+                got = f"cannot parse {rel}: out of memory"
+            else:
+                got = (start, len(buf))
+        out.append((rel, got))
     if not buf:
         return None, out
     if spool is not None:
@@ -103,10 +121,16 @@ def _chunk(root: str, items: list[Item], max_bytes: int,
 
 def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
     for rel, mtime_ns, _ in items:
-        data = read(root, rel)
-        if isinstance(data, str):
-            logger.warning("%s", data)
-        yield rel, parse_file(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns) if isinstance(data, bytes) else None, None
+        got, note = read(root, rel, max_bytes), None
+        if isinstance(got, tuple):
+            try:
+                note, lines = parse_head(rel, *got, max_bytes, mtime_ns)
+                note.body = "\n".join(lines)
+            except MemoryError:  # this file's problem: the batch's others go on
+                note, got = None, f"cannot parse {rel}: out of memory"
+        if isinstance(got, str):
+            logger.warning("%s", got)
+        yield rel, note, None
 
 
 def _die_with_parent(parent: int) -> None:
