@@ -467,6 +467,9 @@ def _run(c: Client, args) -> int:
             return EXIT_USAGE
         res = c.request("read", note=args.note, lines=lines, heading=args.heading)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"])
+        if res.get("truncated") and not args.json:
+            print(f"vaultq: {res['path']} is over the size cap (index.max_file_mb): only its first "
+                  f"{res['total_lines']} lines were read", file=sys.stderr)
         return EXIT_OK
     if cmd in ("pin", "unpin"):
         res = c.request(cmd, note=args.note)
