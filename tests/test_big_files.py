@@ -164,3 +164,25 @@ def test_snippets_and_read_of_a_file_over_the_cap_stop_at_the_last_whole_line_in
         assert v.notes["w.md"].size == 40000 * 30
     finally:
         v.close()
+
+
+def test_a_hub_grown_huge_after_its_split_is_never_read_whole(tmp_path):
+    """The stale-save check, undo and a later split's re-checks compare files with what the
+    split wrote: a hub grown to 64 GiB since is none of those, and is not read to see it."""
+    from test_split import _big_md, _vault
+
+    from vaultd.errors import QueryError
+
+    v = _vault(tmp_path, {"notes/Big.md": _big_md(), "notes/Other.md": "[[Big#Section 5]]\n"}, quiet=0)
+    try:
+        op = v.split_note("notes/Big.md")["op"]
+        _sparse(v.root / "notes/Big.md", head=(v.root / "notes/Big.md").read_text())
+        others = lambda: {p: p.read_bytes() for p in sorted(v.root.rglob("*.md")) if p.name != "Big.md"}
+        before = others()
+        v._stale.add("notes/Big.md")
+        assert v._resolve_stale("notes/Big.md", check_quiet=False) is None  # no MemoryError: not a stale save
+        with pytest.raises(QueryError, match="changed since split"):
+            v.split_undo(op)
+        assert others() == before and os.stat(v.root / "notes/Big.md").st_size == BIG
+    finally:
+        v.close()

@@ -786,9 +786,19 @@ def done_splits(journal: Journal) -> dict[str, str]:
             if e.get("kind", SPLIT) == SPLIT and e["status"] == "done"}
 
 
-def _read(p: Path) -> bytes | None:
+OTHER = type("Other", (), {"__repr__": lambda self: "<a file bigger than any content looked for>"})()
+"""What `_read` gives for a file too big to be any of the contents looked for: equal to none."""
+
+
+def _read(p: Path, *like: bytes | None, room: int = 0) -> bytes | None | object:
+    """`p`'s bytes, None when it is gone. A file bigger than each of `like` (plus `room`)
+    is not read but is OTHER: it is none of them, and a note grown huge since a split (a
+    sparse file, a log pasted in) is never read whole."""
     try:
-        return p.read_bytes()
+        with open(p, "rb") as f:
+            if os.fstat(f.fileno()).st_size > max(len(x or b"") for x in like) + room:
+                return OTHER
+            return f.read()
     except FileNotFoundError:
         return None
 
@@ -802,8 +812,8 @@ def stale_plan(entry: dict, vault: Path) -> Plan | None:
     without losing an edit made since (a part or a rewritten line changed)."""
     changes = _changes(entry, vault)
     hub = next(c for c in changes if c.path == entry["note"])
-    now = _read(vault / hub.path)
-    if now is None or now == hub.after:
+    now = _read(vault / hub.path, hub.before, room=1 << 20)  # a stale buffer is about the note before the split
+    if now is None or now is OTHER or now == hub.after:
         return None
     moved = _lines(hub.before) - _lines(hub.after)  # the lines that went into the parts
     if not moved or sum((_lines(now) & moved).values()) * 2 < sum(moved.values()):
@@ -811,7 +821,9 @@ def stale_plan(entry: dict, vault: Path) -> Plan | None:
     plan = Plan(note=hub.path, parts=[c.path for c in changes if c.before is None])
     for c in changes:
         p = vault / c.path
-        cur = _read(p)
+        cur = _read(p, c.before, c.after, room=1 << 20)
+        if cur is OTHER:
+            raise SplitError(f"{c.path} grew much bigger since the split: put it back by hand (nothing was changed)")
         if c is hub or cur == c.before:
             continue
         if c.before is None:  # a part
@@ -863,7 +875,7 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
-            current = _read(p)
+            current = _read(p, c.before)
             if current != c.before:
                 raise SplitError(f"{c.path} changed while splitting; nothing was split")
             if c.after is None:
@@ -896,7 +908,7 @@ def _restore(vault: Path, changes, mode: int | None = None,
     touched = []
     for c in reversed(list(changes)):
         p = vault / c.path
-        current = _read(p)
+        current = _read(p, c.before, c.after)
         if current == c.before:
             continue
         if current != c.after or (mine and c.after is not None and not _same_file(p, mine.get(c.path))):
@@ -960,7 +972,7 @@ def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
         if entry["status"] != "done":
             raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
         for c in _changes(entry, vault):
-            if c.path not in later and _read(vault / c.path) != c.after:
+            if c.path not in later and _read(vault / c.path, c.after) != c.after:
                 raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
         later.update(c.path for c in _changes(entry, vault))
 
@@ -974,7 +986,7 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
     if not force:
         for c in changes:
             p = vault / c.path
-            current = _read(p)
+            current = _read(p, c.after)
             if current != c.after:
                 raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
     touched = []
