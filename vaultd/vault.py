@@ -20,7 +20,7 @@ from . import __version__
 from . import context as ctx
 from . import split
 from .config import Config
-from .errors import AmbiguousNote, NoteNotFound, QueryError
+from .errors import AmbiguousNote, NoteNotFound, QueryError, VaultError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch, path_key
@@ -154,6 +154,8 @@ class Vault:
         """Bring the index in line with the vault by a stat scan, then build the link graph
         if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
         on_disk = dict(self.accept.walk(self.root))
+        if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
+            raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
         changed = [
             rel
             for rel, st in on_disk.items()
