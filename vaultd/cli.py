@@ -118,7 +118,8 @@ def index(config_path, vault, state_dir, log_level):
 @click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
 @_split_option
 def check(config_path, vault, state_dir, log_level, socket, split):
-    """Check the config, the vault and the daemon; exit 1 if something is wrong."""
+    """Check the config, the vault and the daemon; exit 1 if something is wrong (the daemon
+    down, edits it cannot index, a vault it cannot watch whole)."""
     import json
     import socket as so
 
@@ -151,6 +152,15 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         if st.get("last_error"):
             click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
             ok = not st["pending"]
+        w = st.get("watch")
+        if w and not w["ok"]:
+            click.echo(f"watch:     DEGRADED: {w['problem']}")
+            ok = False
+        elif w:
+            counted = f"{w['watched']} of {w['folders']} folders watched" if w["watched"] is not None else \
+                f"{w['folders']} folders (the watches cannot be counted without /proc)"
+            every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
+            click.echo(f"watch:     ok, {counted}{every}")
     except OSError as e:
         click.echo(f"daemon:    not running on {cfg.socket} ({e.strerror or e}); start it with `vaultd run`")
         ok = False

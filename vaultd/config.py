@@ -30,6 +30,12 @@ class Watch(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ignore_dirs: list[str] = msgspec.field(
         default_factory=lambda: [".git", ".obsidian", ".trash", ".stversions", "node_modules"]
     )
+    rescan_s: float = 600.0
+    """A full rescan (a stat scan, as at start) this often, a safety net for changes inotify
+    never reported (a network file system, a folder moved out and still watched); 0 = never."""
+    fallback_rescan_s: float = 30.0
+    """While some folders cannot be watched (the inotify watch limit, a watcher that failed),
+    the vault is rescanned this often instead."""
 
 
 class Index(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -163,6 +169,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         if self.split.mode not in SPLIT_MODES:
             raise ConfigError(f"split.mode (or --split, VAULTD_SPLIT): expected auto, propose or off, "
                               f"got {self.split.mode!r}")
+        if not w.rescan_s >= 0:
+            raise ConfigError(f"watch.rescan_s: expected seconds >= 0 (0 = never), got {w.rescan_s}")
+        if not w.fallback_rescan_s > 0:
+            raise ConfigError(f"watch.fallback_rescan_s: expected seconds > 0, got {w.fallback_rescan_s}")
         if not self.split.quiet >= 0:
             raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
         if self.split.threshold < 1024:

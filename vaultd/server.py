@@ -2,8 +2,12 @@
 
 Threads: one accepts connections (one thread per client), the watchdog observer
 feeds the debouncer, and one indexer thread applies batches (the only writer).
-The main thread waits for SIGTERM/SIGINT. systemd hears READY=1 once the index is
-open and the socket listens, STOPPING=1 on the way out.
+The main thread waits for SIGTERM/SIGINT and watches over the rest: the watcher is
+tended (re-watched, restarted, its coverage counted, rescans asked for), and when
+the accept or indexer thread fails, by any exception, native panics included, the
+daemon stops and exits 1 so that systemd starts it afresh: never a live daemon with
+a dead part. systemd hears READY=1 once the index is open and the socket listens,
+STATUS= when the watch degrades or recovers, STOPPING=1 on the way out.
 """
 
 from __future__ import annotations
@@ -85,6 +89,18 @@ def _prepare_dir(d: Path) -> None:
         raise VaultError(f"socket folder {d} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
 
 
+def _from_panic(e: BaseException | None) -> bool:
+    """Whether `e` is, or came from, an exception that is not an Exception (nor a generator's
+    close): pyo3 raises a Rust panic as PanicException, a BaseException."""
+    for _ in range(8):
+        if e is None:
+            return False
+        if not isinstance(e, (Exception, GeneratorExit)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 class Server:
     def __init__(self, config: Config):
         self.config = config
@@ -96,6 +112,11 @@ class Server:
         """Changed files the indexer could not apply yet (a failed batch): retried, counted as pending."""
         self.last_error: str | None = None
         """The indexer's last failure, for `status`."""
+        self.failure: str | None = None
+        """Why the daemon stops on its own (a part of it failed): it then exits 1."""
+        self.rescan = threading.Event()
+        """Set by the main loop: the indexer reconciles the whole vault."""
+        self.watcher: Watcher | None = None
         self._listener: socket.socket | None = None
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._lock = SocketLock(self.socket_path)
@@ -104,18 +125,49 @@ class Server:
     # -- lifecycle --------------------------------------------------------------
 
     def run(self) -> None:
-        """Serve until SIGTERM/SIGINT. Raises VaultdError when it cannot start."""
+        """Serve until SIGTERM/SIGINT. Raises VaultdError when it cannot start, or when a part
+        of it failed (then the exit code is 1, and systemd's Restart=on-failure starts it anew)."""
         old = {s: signal.signal(s, self._handle_exit) for s in (signal.SIGTERM, signal.SIGINT)}
+        old_hook, threading.excepthook = threading.excepthook, self._thread_died
         try:
             self.startup()
             try:
-                while not self.should_exit.wait(0.5):
-                    pass
+                self.main_loop()
             finally:
                 self.shutdown()
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+            threading.excepthook = old_hook
+        if self.failure:
+            raise VaultError(f"{self.failure}; vaultd stopped so that it starts afresh")
+
+    def main_loop(self) -> None:
+        """Twice a second: a part that died stops the daemon, and the watcher is tended."""
+        said = None
+        while not self.should_exit.wait(0.5):
+            for t in self._threads:
+                if not t.is_alive() and not self.should_exit.is_set():
+                    self._fail(t.name, "the thread ended")
+            if self.watcher.tend():
+                self.rescan.set()
+            if self.watcher.problem != said:
+                said = self.watcher.problem
+                sd_notify(f"STATUS={'degraded: ' + said if said else 'serving'}")
+
+    def _fail(self, part: str, why: str) -> None:
+        """A part of the daemon failed for good: stop, and exit 1."""
+        if self.failure is None:
+            self.failure = f"the {part} failed ({why})"
+            logger.critical("%s: stopping", self.failure)
+        self.should_exit.set()
+
+    def _thread_died(self, args: threading.ExceptHookArgs) -> None:
+        """An exception that ended a thread (ours are wrapped; this catches watchdog's, whose
+        death the watcher notices): logged here rather than printed to stderr."""
+        if args.exc_type is not SystemExit:
+            name = args.thread.name if args.thread else "a thread"
+            logger.error("%s died", name, exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
 
     def _handle_exit(self, signum, frame) -> None:
         if self.should_exit.is_set() and signum == signal.SIGINT:
@@ -146,15 +198,16 @@ class Server:
                 self.vault.close()
             self._lock.release()
             raise
-        self.watcher = Watcher(self.vault.root, self.vault.accept, self.debouncer)
-        self.watcher.start()  # before the reconcile scan, so nothing slips between them
-        self._spawn(self._accept_loop, "accept")
-        self._spawn(self._index_loop, "indexer")
+        w = self.config.watch
+        self.watcher = Watcher(self.vault.root, self.vault.accept, self.debouncer, w.rescan_s, w.fallback_rescan_s)
+        self.watcher.tend()  # starts it before the first reconcile, so nothing slips between them
+        self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
+        self._spawn(self._part(self._index_loop, "indexer"), "indexer")
         logger.info(
-            "vaultd %s serving %s on %s (pid %d, %d notes in the index)",
-            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes),
+            "vaultd %s serving %s on %s (pid %d, %d notes in the index, %s folders watched)",
+            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes), self.watcher.watched,
         )
-        sd_notify("READY=1\nSTATUS=serving")
+        sd_notify("READY=1\nSTATUS=" + ("degraded: " + self.watcher.problem if self.watcher.problem else "serving"))
 
     def shutdown(self) -> None:
         sd_notify("STOPPING=1")
@@ -166,13 +219,26 @@ class Server:
             self._listener.close()
         with suppress(FileNotFoundError):
             os.unlink(self.socket_path)
-        self.watcher.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
         for t in self._threads:
             t.join(timeout=30)
         if self.vault is not None:
             self.vault.close()
         self._lock.release()
         logger.info("stopped")
+
+    def _part(self, loop, part: str):
+        """`loop` as a thread's target that never ends quietly: an exception of any kind (a
+        panic in Tantivy is pyo3's PanicException, a BaseException) is logged and stops the
+        daemon, since it cannot go on without this part."""
+        def run() -> None:
+            try:
+                loop()
+            except BaseException as e:
+                logger.critical("the %s failed", part, exc_info=True)
+                self._fail(part, f"{type(e).__name__}: {e}")
+        return run
 
     def _spawn(self, target, name: str, *args) -> threading.Thread:
         t = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -194,6 +260,9 @@ class Server:
             if RESCAN in batch:
                 batch.remove(RESCAN)
                 logger.warning("events were lost: reconciling the whole vault")
+                rescan = True
+            if self.rescan.is_set():  # the watcher's: periodic, or for what it could not see
+                self.rescan.clear()
                 rescan = True
             if self.failed:
                 batch, self.failed = list(dict.fromkeys(self.failed + batch)), []
@@ -217,14 +286,19 @@ class Server:
                 next_split = time.monotonic() + 5
 
     def _guard(self, fn, *args) -> bool:
-        """Run one step of the indexer; whether it went through. A failure is logged and
-        never stops the indexer (the caller retries what failed)."""
+        """Run one step of the indexer; whether it went through. An Exception is logged and
+        never stops the indexer (the caller retries what failed). A panic in Tantivy (pyo3's
+        PanicException, a BaseException), or an Exception raised from one, leaves the writer
+        in a state no one knows, and no retry mends a damaged index: it ends the indexer,
+        and so the daemon (see _part), and the next start checks the index afresh."""
         try:
             fn(*args)
             return True
         except Stopped as e:
             logger.info("indexing stopped %s", e)
         except Exception as e:
+            if _from_panic(e):
+                raise
             self.last_error = f"{type(e).__name__}: {e}"
             logger.exception("indexing failed")
         return False
@@ -257,6 +331,8 @@ class Server:
     def _serve_client(self, conn: socket.socket) -> None:
         try:
             self._serve(conn)
+        except BaseException:  # one client's connection, never the daemon's
+            logger.exception("serving a client failed")
         finally:
             self._clients.release()
 
@@ -303,7 +379,7 @@ class Server:
             return protocol.ok(req.id, self._dispatch(req))
         except QueryError as e:
             return protocol.error(req.id, e.code, str(e))
-        except Exception as e:
+        except BaseException as e:  # a panic in Tantivy (a damaged index file) too: requests only read
             logger.exception("request %r failed", req)
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
 
@@ -377,6 +453,7 @@ class Server:
                     "socket": str(self.socket_path),
                     "pending": max(self.debouncer.pending, v.in_flight) + len(self.failed),
                     "last_error": self.last_error,
+                    "watch": self.watcher.health(),
                 }
             case protocol.Ping():
                 return {"pong": True, "version": __version__}

@@ -4,15 +4,23 @@ A path is flushed after `quiet` seconds without events, or `max_delay` after its
 first one. Both ends of a move are marked dirty; what a path *is* gets decided at
 flush time by stat-ing it (LIBRARY-NOTES 4), so event order never matters. A
 kernel queue overflow (only ever a log line in watchdog) asks for a full rescan.
+
+watchdog fails quietly, so the Watcher checks rather than assumes: the folder at the
+vault's path is the one watched, the observer's threads still run, and the kernel
+watches every folder (past the inotify watch limit watchdog drops watches without a
+word); where it cannot see, the vault is rescanned instead, and status says so.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
+import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from watchdog import events as ev
@@ -73,6 +81,7 @@ class Debouncer:
                 if due:
                     for p in due:
                         del self._dirty[p]
+                    due = _outermost(due)
                     self._taken = len(due)
                     return due
                 if now >= deadline:
@@ -86,6 +95,20 @@ class Debouncer:
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """`paths` less the folders ("a/b/") inside another folder of them ("a/"): applying a
+    folder walks all of it, and a folder tree 1,100 levels deep, made or moved in, came as
+    1,100 nested folders, walked 600,000 times over."""
+    folders = sorted(p for p in paths if p.endswith("/"))
+    inner, outer = set(), None
+    for f in folders:
+        if outer is not None and f.startswith(outer):
+            inner.add(f)
+        else:
+            outer = f
+    return [p for p in paths if p not in inner] if inner else paths
 
 
 class _Handler(ev.FileSystemEventHandler):
@@ -102,6 +125,8 @@ class _Handler(ev.FileSystemEventHandler):
         return None if rel == "." else rel
 
     def on_any_event(self, event: ev.FileSystemEvent) -> None:
+        if getattr(event, "is_synthetic", False):
+            return  # what watchdog makes up for the contents of a folder moved: the folder's own event covers it
         for path in (event.src_path, getattr(event, "dest_path", "")):
             if not path:
                 continue
@@ -126,23 +151,273 @@ class _OverflowHook(logging.Handler):
 
 
 class Watcher:
-    """Runs a watchdog observer on the vault, feeding a Debouncer."""
+    """Runs a watchdog observer on the folder at the vault's path, feeding a Debouncer, and
+    keeps it honest: `tend()`, called by the daemon's main loop, watches again a vault folder
+    that was replaced or came back, restarts an observer whose threads died, counts the
+    folders the kernel really watches, and asks for rescans where events cannot be had.
+    `health()` says how it stands, for `status` and `vaultd check`."""
 
-    def __init__(self, root: Path, accept: NoteFilter, debouncer: Debouncer):
+    def __init__(self, root: Path, accept: NoteFilter, debouncer: Debouncer, rescan_s: float = 0.0,
+                 fallback_rescan_s: float = 30.0):
         self.root = root
+        self.accept = accept
         self.debouncer = debouncer
-        self.observer = Observer()
-        self.observer.schedule(_Handler(root, accept, debouncer.add), str(root), recursive=True, event_filter=_EVENTS)
+        self.rescan_s = rescan_s
+        self.fallback_rescan_s = fallback_rescan_s
+        self.root_id: tuple[int, int] | None = None
+        """(st_dev, st_ino) of the folder watched: what a moved or recreated vault folder changes."""
+        self.problem: str | None = None
+        """Why some change could go unseen (then the vault is rescanned every fallback_rescan_s)."""
+        self.gone = False
+        """The vault folder is missing: nothing to watch or rescan until it is back."""
+        self.folders: int | None = None
+        self.watched: int | None = None
+        """Of the vault's folders, how many the kernel watches (None: /proc cannot tell)."""
+        self._observer: Observer | None = None
+        self._threads: list[threading.Thread] = []
+        self._fds: set[int] | None = None
+        self._started = 0.0
+        self._failures = 0
+        self._retry_at = 0.0
+        self._next_rescan = time.monotonic() + self._interval()
+        self._folder_event = 0.0
         self._hook = _OverflowHook(lambda: debouncer.add(RESCAN))
         self._wd_logger = logging.getLogger("watchdog.observers")
 
+    # -- the observer -----------------------------------------------------------
+
     def start(self) -> None:
+        """Watch the folder now at the vault's path. Raises what watchdog raises (an OSError:
+        the folder is gone, the inotify instance limit); then nothing of it is left running."""
+        _allow_deep_walks()
+        st = os.stat(self.root)
+        threads, fds = set(threading.enumerate()), _inotify_fds()
+        observer = None
+        try:
+            observer = Observer()
+            observer.schedule(_Handler(self.root, self.accept, self._sink), str(self.root), recursive=True,
+                              event_filter=_EVENTS)
+            observer.start()
+        except BaseException:
+            if observer is not None:
+                _stop(observer)
+            raise
+        self._observer = observer
+        # Every thread it started: the dispatcher, the emitter, and watchdog's reader of the inotify queue.
+        self._threads = list(dict.fromkeys([observer, *observer.emitters, *(
+            t for t in threading.enumerate() if t not in threads and type(t).__module__.startswith("watchdog"))]))
+        after = _inotify_fds()
+        self._fds = None if fds is None or after is None else after - fds
+        self.root_id = (st.st_dev, st.st_ino)
+        self._started = time.monotonic()
         self._wd_logger.addHandler(self._hook)
         if self._wd_logger.getEffectiveLevel() > logging.WARNING:
             self._wd_logger.setLevel(logging.WARNING)
-        self.observer.start()
 
     def stop(self) -> None:
-        self.observer.stop()
-        self.observer.join(timeout=5)
+        if self._observer is not None:
+            _stop(self._observer)
+        self._observer, self._threads, self._fds, self.root_id = None, [], None, None
         self._wd_logger.removeHandler(self._hook)
+
+    def alive(self) -> bool:
+        """Whether every thread of the observer still runs: watchdog's reader thread dies of an
+        exception without a word (and every later event is lost), and its emitter stops when
+        the vault folder is deleted."""
+        return self._observer is not None and all(t.is_alive() for t in self._threads)
+
+    def _sink(self, rel: str) -> None:
+        if rel.endswith("/"):
+            self._folder_event = time.monotonic()  # a new folder needs a watch: count them once quiet
+        self.debouncer.add(rel)
+
+    # -- keeping it honest ------------------------------------------------------
+
+    def tend(self) -> bool:
+        """One look, from the main loop (twice a second); whether the vault should be rescanned
+        now. Never raises."""
+        now = time.monotonic()
+        here = _folder_id(self.root)
+        if here is None:
+            if not self.gone:
+                self.gone = True
+                self.stop()
+                self._say(f"the vault folder {self.root} is missing (deleted or moved away): the index is kept "
+                          "as it was, and the folder is watched again as soon as it is back")
+            return False  # a rescan would find no notes
+        self.gone = False
+        if here == self.root_id and self.alive():
+            if self._folder_event and now - self._folder_event >= 2.0:
+                self._folder_event = 0.0
+                self.check_coverage()
+            return self._rescan_due(now)
+        if self._observer is not None:
+            if here != self.root_id:
+                logger.warning("another folder is now at %s (moved or recreated): watching it instead", self.root)
+            else:
+                self._failed(now)
+                self._say(f"the watcher of {self.root} stopped (the log says why); restarting it in "
+                          f"{self._retry_at - now:.0f} s, and rescanning every {self.fallback_rescan_s:g} s")
+            self.stop()
+        if now < self._retry_at:
+            return self._rescan_due(now)
+        try:
+            self.start()
+        except Exception as e:
+            logger.debug("watching %s failed", self.root, exc_info=True)
+            self._failed(now)
+            self._say(f"cannot watch {self.root} ({type(e).__name__}: {e}); trying again in "
+                      f"{self._retry_at - now:.0f} s, and rescanning every {self.fallback_rescan_s:g} s")
+            return self._rescan_due(now)
+        self.check_coverage()
+        self._next_rescan = now + self._interval()
+        return True  # for what changed while nothing watched
+
+    def check_coverage(self) -> None:
+        """Count the vault's folders and those the kernel watches, and say so when some are not
+        (past the inotify watch limit, watchdog drops a watch it cannot add without a word)."""
+        folders = _folders(self.root, self.accept)
+        watched = _watched(self._fds)
+        self.folders = len(folders)
+        self.watched = None if watched is None else len(folders & watched)
+        if self.watched is None or self.watched >= self.folders:
+            self._say(None)
+            return
+        self._say(f"{self.folders - self.watched} of the vault's {self.folders} folders are not watched (the "
+                  f"inotify watch limit, {_watch_limit()}, is the usual cause: raise fs.inotify.max_user_watches "
+                  f"and restart vaultd); changes in them are found by a rescan every {self.fallback_rescan_s:g} s")
+
+    def health(self) -> dict:
+        """How the watch stands, for `status`: `ok` is false while some change could go unseen.
+        The vault folder is looked at now, not at the main loop's last look."""
+        here = _folder_id(self.root)
+        problem = self.problem
+        if here is None and not self.gone:
+            problem = f"the vault folder {self.root} is missing (deleted or moved away)"
+        elif here is not None and here != self.root_id and problem is None:
+            problem = f"another folder is now at {self.root}, not watched yet"
+        return {"ok": problem is None, "problem": problem, "folders": self.folders, "watched": self.watched,
+                "rescan_every": None if self.gone else self._interval() or None}
+
+    def _interval(self) -> float:
+        return self.fallback_rescan_s if self.problem else self.rescan_s
+
+    def _rescan_due(self, now: float) -> bool:
+        if not self._interval() or now < self._next_rescan:
+            return False
+        self._next_rescan = now + self._interval()
+        if self._observer is not None:
+            self.check_coverage()  # folders come and go between rescans
+        return True
+
+    def _failed(self, now: float) -> None:
+        """A start that failed, or an observer that died: the next start waits 1 s, doubling to
+        5 min; an observer that ran for 5 min first starts the count afresh."""
+        if self._observer is not None and now - self._started > 300:
+            self._failures = 0
+        self._retry_at = now + min(2.0**self._failures, 300.0)
+        self._failures += 1
+
+    def _say(self, problem: str | None) -> None:
+        if problem == self.problem:
+            return
+        if problem:
+            logger.warning("%s", problem)
+        else:
+            logger.info("watching every folder of %s again (%s)", self.root, self.folders)
+        was = self._interval()
+        self.problem = problem
+        if self._interval() != was:
+            self._next_rescan = time.monotonic() + self._interval()
+
+
+def _stop(observer: Observer) -> None:
+    with suppress(Exception):
+        observer.stop()
+    with suppress(RuntimeError):  # never started
+        observer.join(timeout=5)
+
+
+def _allow_deep_walks() -> None:
+    """watchdog adds its watches with os.walk, which before Python 3.12 recurses once per
+    folder level: a 1,100-level folder raised RecursionError at start (a crash loop) or, made
+    while running, killed the thread that reads events (all later changes unseen). No path is
+    longer than PATH_MAX (4,096 bytes), so no walk by path goes deeper than 2,048 levels:
+    allow that. (2,041 levels of os.walk took under 1 MB of a thread's 8 MB stack.)"""
+    if sys.version_info < (3, 12):
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 2048 + 1000))
+
+
+def _folder_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _folders(root: Path, accept: NoteFilter) -> set[tuple[int, int]]:
+    """(st_dev, st_ino) of the vault folder and every folder below it that can hold notes
+    (not hidden or ignored, not a symlink) and can be read: the folders that need a watch.
+    Without recursion, as NoteFilter.walk."""
+    out: set[tuple[int, int]] = set()
+    stack = [os.fspath(root)]
+    while stack:
+        d = stack.pop()
+        try:
+            st = os.stat(d, follow_symlinks=False)
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        out.add((st.st_dev, st.st_ino))
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False) and accept.dir_ok(e.name):
+                    stack.append(e.path)
+            except OSError:
+                continue
+    return out
+
+
+def _inotify_fds() -> set[int] | None:
+    """This process's inotify file descriptors (None without /proc)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    out = set()
+    for fd in fds:
+        with suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify":
+                out.add(int(fd))
+    return out
+
+
+def _watched(fds: set[int] | None) -> set[tuple[int, int]] | None:
+    """(st_dev, st_ino) of everything the inotify instances `fds` watch, from the kernel's own
+    list in /proc/self/fdinfo ("inotify wd:1 ino:20c6d2 sdev:fe00000 ..."; sdev is the kernel's
+    dev_t, major << 20 | minor). None when /proc cannot tell."""
+    if fds is None:
+        return None
+    out: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                lines = [line for line in f if line.startswith("inotify wd:")]
+        except OSError:
+            return None
+        for line in lines:
+            kv = dict(p.split(":", 1) for p in line.split()[1:] if ":" in p)
+            try:
+                sdev = int(kv["sdev"], 16)
+                out.add((os.makedev(sdev >> 20, sdev & 0xFFFFF), int(kv["ino"], 16)))
+            except (KeyError, ValueError):  # a kernel that says it otherwise
+                return None
+    return out
+
+
+def _watch_limit() -> str:
+    for f in ("/proc/sys/user/max_inotify_watches", "/proc/sys/fs/inotify/max_user_watches"):
+        with suppress(OSError, ValueError):
+            return f"{int(Path(f).read_text()):,} watches per user"
+    return "unknown here"
