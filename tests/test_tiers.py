@@ -230,6 +230,23 @@ def test_a_window_of_megabytes_is_found_in_a_few_tries(tmp_path):
     assert item["first"] < 30000 < item["last"] == 40000  # grown in step, then upward only once the end was reached
 
 
+def test_a_note_with_no_body_gives_its_title_line_never_an_empty_or_inverted_item(tmp_path):
+    stub = ":PROPERTIES:\n:ID:       c178794c-78d1-459d-9725-15f2f6cd970a\n:END:\n#+title: The Zettelkasten Method\n\n\n"
+    v = make_vault(tmp_path, {"reference/zettelkasten.org": (stub, 1),
+                              "empty.md": ("---\ntags: [zettelkasten]\n---\n", 1),
+                              "notes/uses.md": ("# Uses\n\nThe zettelkasten method, in practice.\n", 1)})
+    try:
+        res = v.context("zettelkasten method", 2000)
+        for it in res["items"]:
+            assert it["first"] <= it["last"] and it["text"].strip(), it
+        stub_items = [it for it in res["items"] if it["path"] == "reference/zettelkasten.org"]
+        assert [(it["first"], it["last"], it["text"]) for it in stub_items] == [(4, 4, "#+title: The Zettelkasten Method")]
+        assert "empty.md" not in [it["path"] for it in res["items"]]
+        _check_items(v, res, 2000, "tokens")
+    finally:
+        v.close()
+
+
 def test_context_is_deterministic(cv):
     a = cv.context("gardens", 500)
     b = cv.context("gardens", 500)

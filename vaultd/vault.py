@@ -557,8 +557,8 @@ class Vault:
 
         def add(item: dict | None) -> bool:
             nonlocal used
-            if item is None:
-                return False
+            if item is None or item["last"] < item["first"] or not item["text"].strip():
+                return False  # nothing to give: never an empty item, nor an inverted range
             spans = taken.setdefault(item["path"], [])
             if any(a <= item["last"] and item["first"] <= b for a, b in spans):
                 return False
@@ -608,6 +608,11 @@ class Vault:
             if not lines:
                 continue
             heads = headings_of(note)
+            if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
+                at = _title_line(lines, note.title)
+                if at is not None:
+                    sections.append((note, lines, heads, [(at, at, at, None)]))
+                continue
             secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
             sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
         # The best section of every hit, then the runners-up of the top three, while the budget lasts
@@ -957,6 +962,13 @@ class Vault:
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
         }
+
+
+def _title_line(lines: list[str], title: str) -> int | None:
+    """The line (1-based) among a note's first that shows its title (#+title:, front
+    matter, a heading), or None."""
+    want = title.casefold().strip()
+    return next((i for i, x in enumerate(lines[:50], 1) if want and want in x.casefold()), None)
 
 
 def _make_private(folder: Path) -> None:
