@@ -81,6 +81,8 @@ class Daemon:
         self._log: str | None = None
 
     def start(self, wait: bool = True) -> "Daemon":
+        self._close()  # a restart: the last one's connection and log are done with
+        self._log = None
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if wait:
             wait_for(self._ready, timeout=20, interval=0.05)

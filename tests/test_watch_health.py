@@ -189,14 +189,18 @@ def _flip(f: Path, pos: int) -> None:
         fh.write(bytes([b ^ 0xFF]))
 
 
-def test_a_panic_in_a_request_is_an_error_reply_and_the_daemon_serves_on(daemon, tmp_path):
+def test_a_panic_in_a_request_on_a_damaged_index_stops_the_daemon_and_the_restart_rebuilds(daemon, tmp_path):
     assert daemon.search_paths("memory")
     f, pos = _panicking_damage(daemon.state / "index", "read", tmp_path / "probe")
     _flip(f, pos)
     msg = daemon.send_raw(b'{"v":1,"id":5,"op":"search","q":"memory"}\n')
     assert not msg["ok"] and msg["error"]["code"] == "internal" and "PanicException" in msg["error"]["message"], msg
-    assert daemon.request("ping")["pong"], "the same connection goes on"
-    assert daemon.status()["watch"]["ok"]
+    assert wait_for(lambda: daemon.proc.poll() is not None, timeout=30, interval=0.1), \
+        "a daemon whose index files are damaged stops, so that its restart rebuilds the index"
+    out = daemon.output()
+    assert daemon.proc.returncode == 1 and "damaged while serving" in out and f.name in out, out
+    daemon.start()
+    assert daemon.search_paths("memory") and daemon.status()["index_rebuilt"]
 
 
 def test_a_panic_in_the_indexer_stops_the_daemon_with_exit_1(daemon, vault, tmp_path):

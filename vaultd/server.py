@@ -26,6 +26,7 @@ from pathlib import Path
 from . import __version__, protocol
 from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
+from .index import IndexDamaged, _damage
 from .vault import Stopped, Vault
 from .watcher import RESCAN, Debouncer, Watcher
 
@@ -381,7 +382,17 @@ class Server:
             return protocol.error(req.id, e.code, str(e))
         except BaseException as e:  # a panic in Tantivy (a damaged index file) too: requests only read
             logger.exception("request %r failed", req)
+            if _from_panic(e) or isinstance(e, IndexDamaged):
+                self._check_damage()
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
+
+    def _check_damage(self) -> None:
+        """A request failed in Tantivy: when the index's files say it is damaged (checksums,
+        see index._damage), stop, so that the next start (systemd's restart) rebuilds it;
+        a failure with the files intact (a bug, not damage) is only that request's error."""
+        why = _damage(self.vault.index.dir)
+        if why:
+            self._fail("index", f"it was damaged while serving: {why}")
 
     def _catch_up(self, generation: int | None, timeout: float = 10.0) -> bool:
         """Wait until the index has committed `generation` and has nothing pending (bounded);
