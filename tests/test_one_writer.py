@@ -17,6 +17,7 @@ from vaultd.config import Config
 from vaultd.errors import QueryError
 from vaultd.vault import Vault
 
+from conftest import wait_for
 from test_split import _age, _big_md, _tree, _vault
 
 
@@ -135,3 +136,29 @@ def test_a_roll_back_removes_only_the_files_it_wrote_itself(tmp_path):
     with pytest.raises(FileExistsError):  # and a part is only ever created, never written over another's
         split.write_atomic(theirs, b"y\n", new=True)
     assert theirs.read_bytes() == b"x\n" and sorted(p.name for p in root.iterdir()) == ["theirs.md"]
+
+
+def test_two_real_daemons_one_writer(tmp_path, short_dir):
+    """Two `vaultd run` on one vault, each with its own state folder and socket (a container
+    and the host): both answer; only the first writes, and the second says who does."""
+    from conftest import Daemon
+    from test_vaultq import vaultq
+
+    vault = tmp_path / "vault"
+    (vault / "notes").mkdir(parents=True)
+    (vault / "notes" / "Big.md").write_text(_big_md())
+    _age(vault)
+    a = Daemon(vault, tmp_path / "state-a", short_dir / "a.sock").start()
+    b = Daemon(vault, tmp_path / "state-b", short_dir / "b.sock").start()
+    try:
+        assert a.search_paths("lorem") == b.search_paths("lorem") == ["notes/Big.md"]
+        assert a.status()["writer"] and not b.status()["writer"]
+        assert "writer:     no: another vaultd writes" in vaultq("--socket", str(b.socket), "status").stdout
+        r = vaultq("--socket", str(b.socket), "split", "notes/Big.md")
+        assert r.returncode == 2 and f"another vaultd (pid {a.proc.pid}) writes into this vault" in r.stderr, r.stderr
+        assert not (vault / ".vaultd").exists()
+        assert vaultq("--socket", str(a.socket), "split", "notes/Big.md").returncode == 0
+    finally:
+        a.stop()
+    assert wait_for(lambda: b.status()["writer"] or None, timeout=15) is True  # it takes over
+    b.stop()

@@ -285,6 +285,15 @@ def print_status(st: dict) -> None:
               "version", "uptime_s"):
         if k in st:
             print(f"{k + ':':<12}{st[k]}")
+    # what is wrong, or not this daemon's to do: said only when so
+    if (w := st.get("watch")) and not w.get("ok", True):
+        print(f"{'watch:':<12}DEGRADED: {w.get('problem')}")
+    if st.get("writer") is False:
+        print(f"{'writer:':<12}no: another vaultd writes into this vault (splits, undo); this one indexes and answers")
+    if st.get("last_error"):
+        print(f"{'last error:':<12}{st['last_error']}")
+    if st.get("index_rebuilt"):
+        print(f"{'rebuilt:':<12}{st['index_rebuilt']}")
 
 
 def _where(link: dict) -> str:
