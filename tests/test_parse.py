@@ -75,10 +75,13 @@ Body with #inline-tag and `#not-a-tag` and #123.
     assert lines[0] == "" and lines[8] == "# Heading One", "front matter is blanked, not dropped"
 
 
-def test_title_falls_back_to_denote_slug_then_heading_then_stem():
+def test_title_falls_back_to_denote_slug_then_stem_never_a_heading():
     assert parse_file("20250101T000000--from-the-slug.md", b"# Heading\n").title == "from the slug"
-    assert parse_file("plain.md", b"text\n## Second level\n").title == "Second level"
+    assert parse_file("plain.md", b"text\n## Second level\n").title == "plain"
+    assert parse_file("plain.md", b"# First level\n").title == "plain"
+    assert parse_file("dir/plain.org", b"* Heading\n").title == "plain"
     assert parse_file("dir/plain.org", b"no headings\n").title == "plain"
+    assert parse_file("20250101T000000.org", b"* Heading\n").title == "20250101T000000"
 
 
 def test_bad_yaml_is_a_problem_not_an_exception():
@@ -249,7 +252,7 @@ def test_org_legitimate_front_keywords_are_still_read():
     # no heading at all: the whole file is the front
     assert parse_file("x.org", b"text\n#+title: Late\n").title == "Late"
     # a heading on the first line: no front
-    assert parse_file("x.org", b"* H\n#+title: Late\n").title == "H"  # (the first heading, not Late)
+    assert parse_file("x.org", b"* H\n#+title: Late\n").title == "x"  # (the file name, not Late)
 
 
 def test_denote_org_note_keeps_its_file_name_identifier_when_the_keyword_is_in_a_block():

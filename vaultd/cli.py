@@ -175,6 +175,7 @@ def parse(file, as_json, body):
     """Show the Note vaultd sees in one FILE (no daemon needed)."""
     import msgspec
 
+    from .note import first_h1
     from .parse import parse_file
 
     p = Path(file)
@@ -184,7 +185,9 @@ def parse(file, as_json, body):
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(note)).decode())
         return
-    click.echo(f"title:    {note.title}")
+    click.echo(f"title:    {note.title} ({note.title_from})")
+    if h1 := first_h1(note):
+        click.echo(f"          {h1} (first H1, searched as a title)")
     for key in ("id", "signature", "date"):
         if getattr(note, key):
             click.echo(f"{key + ':':<9} {getattr(note, key)}")

@@ -34,11 +34,11 @@ import msgspec
 import tantivy
 
 from .errors import IndexLocked, VaultdError, VaultError
-from .note import Note, NoteHead, StoredNote, compact
+from .note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 _CJK = r"\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -160,7 +160,8 @@ def fields(note: Note, body: list[str] | None = None) -> dict[str, list]:
         out["uuid"] = list(note.uuids)
     if note.tags:
         out["tags"] = list(note.tags)
-    title = " ".join([note.title, *note.aliases])
+    h1 = first_h1(note)
+    title = " ".join([note.title, *note.aliases, *([h1] if h1 else [])])
     heads = "\n".join(h.text for h in note.headings)
     parts = note.path.split("/")[:-1]
     for field, text in (("title", title), ("headings", heads), ("folders", " ".join(parts)), ("body", body or note.body)):

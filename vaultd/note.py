@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
 
@@ -43,6 +45,8 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     path: str
     """Vault-relative, POSIX separators. The primary key."""
     title: str
+    title_from: str = "file name"
+    """Where the title came from: front matter, #+title, Denote name or file name."""
     id: str | None = None
     uuids: list[str] = []
     tags: list[str] = []
@@ -85,6 +89,27 @@ _encoder = msgspec.msgpack.Encoder()
 def headings_of(note: Note) -> list[Heading]:
     hs = note.headings
     return _headings_decoder.decode(hs) if isinstance(hs, msgspec.Raw) else hs
+
+
+_WORDS = re.compile(r"\w+")
+
+NAMED = ("file name", "Denote name")
+"""Title sources that are the file's name: the note has no title of its own."""
+
+
+def first_h1(note: Note) -> str | None:
+    """A Markdown note's first level-1 heading, when the note has no title of its own (its
+    title is its file name) and the heading says something else: searched as a title
+    (Foam shows it as the title; in Obsidian it is often the title written out), but
+    never an alias, which would resolve links that Obsidian and Foam leave broken."""
+    if note.title_from not in NAMED or not note.path.lower().endswith(".md"):
+        return None
+    h = next((h for h in headings_of(note) if h.level == 1), None)
+    return h.text if h is not None and _words(h.text) != _words(note.title) else None
+
+
+def _words(text: str) -> list[str]:
+    return [w.casefold() for w in _WORDS.findall(text)]
 
 
 def links_of(note: Note) -> list[Link]:

@@ -75,7 +75,7 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         f = org.parse(text)
         problems += f.problems
         kw = f.keywords
-        title = kw.get("title") or None
+        title, title_from = kw.get("title") or None, "#+title"
         tags += org.filetags(kw.get("filetags"))
         date = kw.get("date") or date
         ident = kw.get("identifier") or ident
@@ -89,7 +89,7 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         f = markdown.parse(text)
         problems += f.problems
         meta = f.meta
-        title = markdown.meta_str(meta.get("title"))
+        title, title_from = markdown.meta_str(meta.get("title")), "front matter"
         tags += markdown.meta_tags(meta) + f.tags
         date = markdown.meta_str(meta.get("date")) or date
         ident = markdown.meta_str(meta.get("identifier")) or ident
@@ -105,7 +105,11 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
     if header >= 0:
         body[header] = ""  # a split part's back-link to its hub: its link counts, its hub's title is no text of its
 
-    note.title = title or (dn.title if dn and dn.title else None) or (note.headings[0].text if note.headings else stem)
+    # The title as the note's own tools show it (Obsidian, Foam, Dendron, Denote, Org):
+    # never a heading, which is often a section's ("History", "Example").
+    if not title:
+        title, title_from = (dn.title, "Denote name") if dn and dn.title else (stem, "file name")
+    note.title, note.title_from = title, title_from
     note.id = ident
     note.signature = dn.signature if dn else None
     note.date = date

@@ -1,10 +1,11 @@
-"""Obsidian-flavoured Markdown: YAML front matter (python-frontmatter), ATX headings,
-inline #tags outside code."""
+"""Obsidian-flavoured Markdown: YAML front matter (python-frontmatter) or TOML front
+matter (tomllib), ATX headings, inline #tags outside code."""
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import tomllib
 
 import frontmatter
 
@@ -20,12 +21,18 @@ _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _TAG = re.compile(r"#(?<!\S#)([\w/-]*[^\W\d_][\w/-]*)")
 
 
+_FM_ENDS = {"---": ("---", "..."), "+++": ("+++",)}
+"""A front matter block's first line, and the lines that may end it: YAML between `---`
+lines, TOML between `+++` lines (Denote's markdown-toml notes, Hugo)."""
+
+
 def split_front_matter(lines: list[str]) -> int:
     """Number of lines the front matter block takes (0 when there is none)."""
-    if not lines or lines[0].rstrip() != "---":
+    ends = _FM_ENDS.get(lines[0].rstrip()) if lines else None
+    if ends is None:
         return 0
     for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
+        if lines[i].rstrip() in ends:
             return i + 1
     return 0
 
@@ -43,7 +50,10 @@ def parse(text: str) -> MarkdownFacts:
     out.meta = {}
     if out.fm_lines:
         try:
-            meta, _ = frontmatter.parse("\n".join(lines[: out.fm_lines]) + "\n")
+            if lines[0].rstrip() == "+++":
+                meta = tomllib.loads("\n".join(lines[1 : out.fm_lines - 1]))
+            else:
+                meta, _ = frontmatter.parse("\n".join(lines[: out.fm_lines]) + "\n")
             out.meta = meta if isinstance(meta, dict) else {}
         except Exception as e:  # yaml errors, bad dates, anything: the body still counts
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
