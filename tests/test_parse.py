@@ -143,9 +143,9 @@ def test_org_heading_and_property_readers_give_what_orgparses_give():
     from orgparse.inline import to_plain_text
     from orgparse.node import parse_heading_level, parse_heading_tags, parse_property
 
-    from vaultd.parse.org import _level, _plain, _property, _untagged
+    from vaultd.parse.org import _level, _plain, _property, _tagged
 
-    cases = [("* a\t", parse_heading_level, _level), (": a@_\t가", lambda s: parse_heading_tags(s)[0], _untagged),
+    cases = [("* a\t", parse_heading_level, _level), (": a@_\t가", parse_heading_tags, _tagged),
              ("[]a\n", to_plain_text, _plain), (": a\t", parse_property, _property)]
     for alphabet, theirs, ours in cases:
         for n in range(7):

@@ -175,7 +175,7 @@ def parse(file, as_json, body):
     """Show the Note vaultd sees in one FILE (no daemon needed)."""
     import msgspec
 
-    from .note import first_h1
+    from .note import first_h1, heading_tags
     from .parse import parse_file
 
     p = Path(file)
@@ -194,8 +194,13 @@ def parse(file, as_json, body):
     for key in ("tags", "aliases", "uuids"):
         if getattr(note, key):
             click.echo(f"{key + ':':<9} {', '.join(getattr(note, key))}")
-    for h in note.headings:
-        click.echo(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor})")
+    for h, tags in zip(note.headings, heading_tags(note.headings)):
+        extra = ""
+        if h.tags:
+            extra += "  :" + ":".join(h.tags) + ":"
+        if inherited := sorted(tags - set(h.tags)):
+            extra += f"  (inherits {', '.join(inherited)})"
+        click.echo(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor}){extra}")
     for ln in note.links:
         where = ln.target + (f"::{ln.anchor}" if ln.anchor else "")
         click.echo(f"  {ln.line:>5}:{ln.col:<4} {ln.kind:<8} {where}")

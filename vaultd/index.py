@@ -38,7 +38,7 @@ from .note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 _CJK = r"\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"

@@ -15,6 +15,9 @@ class Heading(msgspec.Struct, array_like=True, gc=False):
     line: int
     """1-based line in the file."""
     anchor: str
+    tags: tuple[str, ...] = ()
+    """Org heading tags (`* Heading :a:b:`), lower-cased: the heading's own, not those it
+    inherits (see `heading_tags`)."""
 
 
 ID_ANCHOR = "id:"
@@ -110,6 +113,21 @@ def first_h1(note: Note) -> str | None:
 
 def _words(text: str) -> list[str]:
     return [w.casefold() for w in _WORDS.findall(text)]
+
+
+def heading_tags(headings: list[Heading]) -> list[set[str]]:
+    """Each heading's tags as Org counts them: its own and every ancestor's (tag
+    inheritance). A note's file tags (#+filetags) apply to every heading as well; they are
+    the note's, so they are not repeated here."""
+    out: list[set[str]] = []
+    stack: list[tuple[int, set[str]]] = []  # (level, tags) of the open ancestors
+    for h in headings:
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        tags = (stack[-1][1] if stack else set()) | set(h.tags)
+        stack.append((h.level, tags))
+        out.append(tags)
+    return out
 
 
 def links_of(note: Note) -> list[Link]:

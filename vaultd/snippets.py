@@ -274,6 +274,53 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     return out
 
 
+def tagged_lines(text: str, matcher: Matcher, tags: set[str], headings, n: int = 3, skip: int = 0) -> list[Snippet]:
+    """Snippets of a note found by a tag (`tag:X`) that some of its headings carry (Org
+    `* Heading :X:`): a tagged heading's line, its tag lit, and the best lines for the
+    query's words under the tagged headings, sub-headings included (they inherit the
+    tag, as in Org); only when none is there, the best lines of the whole note. Without
+    words, the first `n` tagged headings. `text` is the whole file, decoded (heading
+    lines count lines of the decoded text); `headings` the note's, in line order."""
+    lines = text.split("\n")
+    marks: list[tuple[int, int, object]] = []  # (first, last line of its subtree, heading)
+    for i, h in enumerate(headings):
+        if tags.intersection(h.tags):
+            end = next((o.line - 1 for o in headings[i + 1 :] if o.level <= h.level), len(lines))
+            marks.append((h.line, end, h))
+    found: list[Snippet] = []
+    if matcher:
+        # the lines under tagged headings, once each, as one text; and the file line of each
+        where = sorted({ln for a, b, _ in marks for ln in range(a, min(b, len(lines)) + 1)})
+        found = best_lines("\n".join(lines[ln - 1] for ln in where), matcher, n - 1)
+        for sn in found:
+            sn.line = where[sn.line - 1]
+        found = found or best_lines(text, matcher, n - 1, skip)
+    if found:  # the innermost tagged heading over the first word line, else the first
+        over = [h for a, b, h in marks if a <= found[0].line <= b]
+        heads = over[-1:] or [marks[0][2]]
+    else:
+        heads = [h for _, _, h in marks[:n]]
+    out = [_heading_snippet(h, lines[h.line - 1], matcher, tags) for h in heads if h.line <= len(lines)]
+    taken = {sn.line for sn in out}
+    out += [sn for sn in found if sn.line not in taken]
+    out.sort(key=_LINE)
+    for sn in out:
+        k = bisect.bisect_right(headings, sn.line, key=_LINE) - 1
+        sn.heading = headings[k].text if k >= 0 else None
+    return out
+
+
+def _heading_snippet(h, line: str, matcher: Matcher, tags: set[str]) -> Snippet:
+    """A tagged heading's line, with its tags that are in `tags` and any query word lit."""
+    low = line.lower()
+    spans = [(k + 1, k + 1 + len(t)) for t in h.tags if t in tags and (k := low.rfind(":" + t + ":")) >= 0]
+    if matcher:
+        spans += [(a, b) for a, b in matcher.spans(line)[0]]
+    if not spans:
+        return Snippet(line=h.line, text=line[:MAX_WIDTH], highlights=[], col=1)
+    return _trim(h.line, line, _merge(spans))
+
+
 def _trim(lineno: int, line: str, spans: list[list[int]]) -> Snippet:
     start = 0
     if len(line) > MAX_WIDTH:

@@ -29,7 +29,7 @@ from .parse import decode
 from .ranking import Plan, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .paths import cut, open_note, read_head, read_lines
-from .snippets import READ_FIRST, Matcher, best_lines
+from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .state import StateStore, as_written, changed_ns
 from .tiers import hot, is_cold
 from .workers import parse_many, workers_for
@@ -407,6 +407,7 @@ class Vault:
         t0 = time.perf_counter()
         total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
         matcher = Matcher(p.words, p.stems) if snippets else None
+        tags = set(p.parsed.tags)
         hits = [
             {
                 "path": note.path,
@@ -414,7 +415,7 @@ class Vault:
                 "title": note.title,
                 "tags": note.tags,
                 "score": round(score, 4),
-                "snippets": msgspec.to_builtins(self._snippets(note, matcher)) if matcher is not None else None,
+                "snippets": msgspec.to_builtins(self._snippets(note, matcher, tags)) if matcher is not None else None,
             }
             for score, note in ranked
         ]
@@ -422,8 +423,12 @@ class Vault:
         return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "cold": with_cold,
                 "generation": self.generation, "hits": hits}
 
-    def _snippets(self, note: Note, matcher: Matcher) -> list:
-        if not matcher:
+    def _snippets(self, note: Note, matcher: Matcher, tags: set[str] = frozenset()) -> list:
+        """The best lines of `note` for the query; for a `tag:` a heading of it carries (Org
+        heading tags), that heading's line and the best lines under it (tagged_lines)."""
+        headings = headings_of(note)
+        marked = bool(tags) and not tags.isdisjoint(note.tags) and any(not tags.isdisjoint(h.tags) for h in headings)
+        if not matcher and not marked:
             return []
         try:  # a bare descriptor: a file object costs as much again as the read
             fd = open_note(self._root, note.path)
@@ -441,7 +446,10 @@ class Vault:
 
             fm = note.path.endswith(".md") and data.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
             skip = _front_matter_lines(data) if fm else 0
-            return best_lines(data, matcher, skip=skip, headings=headings_of(note),
+            if marked:  # the tagged heading may be anywhere: the whole file
+                whole = data + rest() if len(data) == READ_FIRST < size else data
+                return tagged_lines(decode(whole)[0], matcher, tags, headings, skip=skip)
+            return best_lines(data, matcher, skip=skip, headings=headings,
                               rest=rest if len(data) == READ_FIRST < size else None)
         except OSError:
             return []

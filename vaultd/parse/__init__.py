@@ -81,6 +81,7 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         ident = kw.get("identifier") or ident
         note.uuids = f.uuids
         note.headings = f.headings
+        tags += [t for h in f.headings if h.tags for t in h.tags]
         lines = text.split("\n")
         note.links, note.blocks, body = extract(lines, 1, org=True, code=f.code)
         header = part_header(lines, 0, org=True)

@@ -47,20 +47,21 @@ def parse(text: str) -> OrgFacts:
         root_props = nodes[0][3]
         if root_props.get("ID"):
             out.uuids.append(str(root_props["ID"]))
-        for level, heading, linenumber, props in nodes[1:]:
+        for level, heading, linenumber, props, tags in nodes[1:]:
             title = (_STATS.sub("", heading) if "[" in heading else heading).strip()
             anchor = str(props.get("CUSTOM_ID") or "") or github_slug(title)
             line = numbers[linenumber - 1]
-            out.headings.append(Heading(level, title, line, anchor))
+            out.headings.append(Heading(level, title, line, anchor, _tag_set(tags)))
             if props.get("ID"):
                 out.uuids.append(str(props["ID"]))
                 out.id_lines.append((str(props["ID"]), line))
     except Exception as e:  # orgparse is strict in places; fall back to plain heading lines
         out.problems.append(f"org structure not fully parsed: {e}")
-        out.headings = [
-            Heading(len(m.group(1)), m.group(2).strip(), text.count("\n", 0, m.start()) + 1, github_slug(m.group(2)))
-            for m in _HEADING.finditer(text)
-        ]
+        out.headings = []
+        for m in _HEADING.finditer(text):
+            title, tags = _tagged(m.group(2).strip())
+            out.headings.append(Heading(len(m.group(1)), title, text.count("\n", 0, m.start()) + 1,
+                                        github_slug(title), _tag_set(tags)))
     return out
 
 
@@ -132,8 +133,10 @@ def _orgparse_lines(text: str) -> tuple[list[str], list[int]]:
     return lines, numbers
 
 
-Node = tuple[int, str, int, dict]
-"""What we read of an orgparse node: level, plain heading, first line (1-based), properties."""
+Node = tuple[int, str, int, dict, list[str]]
+"""What we read of an orgparse node: level, plain heading (no TODO keyword, priority or
+tags: Org's search text of a heading, which `[[*Heading]]` links name), first line
+(1-based), properties, tags."""
 
 
 def _read_plain(lines: list[str]) -> list[Node]:
@@ -161,16 +164,17 @@ def _read_plain(lines: list[str]) -> list[Node]:
                 todos += more_todos
                 dones += more_dones
     keywords = set(todos + dones)
-    nodes: list[Node] = [(0, "", 1, _properties(chunks[0]))]
+    nodes: list[Node] = [(0, "", 1, _properties(chunks[0]), [])]
     linenumber = 1 + len(chunks[0])
     for chunk in chunks[1:]:
         heading, level = chunk[0], None
         stars = _level(heading)
         if stars is not None:
             heading, level = stars
-        heading = _untodo(_untagged(heading), keywords)
+        heading, tags = _tagged(heading)
+        heading = _untodo(heading, keywords)
         heading = parse_heading_priority(heading)[0]  # anchored: one pass
-        nodes.append((level, _plain(heading), linenumber, _properties(chunk[1:])))
+        nodes.append((level, _plain(heading), linenumber, _properties(chunk[1:]), tags))
         linenumber += len(chunk)
     return nodes
 
@@ -188,16 +192,22 @@ def _level(line: str) -> tuple[str, int] | None:
     return line[stars:].strip(), stars
 
 
-def _untagged(heading: str) -> str:
-    """`heading` without its trailing :tag1:tag2: (`(.*?)\\s*:([\\w@:]+):\\s*$`)."""
+def _tagged(heading: str) -> tuple[str, list[str]]:
+    """(`heading` without its trailing :tag1:tag2:, those tags), as orgparse's
+    parse_heading_tags gives them (`(.*?)\\s*:([\\w@:]+):\\s*$`)."""
     t = heading.rstrip()
     if not t.endswith(":"):
-        return heading
+        return heading, []
     i = len(t) - 1
     while i > 0 and (t[i - 1].isalnum() or t[i - 1] in "_@:"):
         i -= 1
     p = t.find(":", i, len(t) - 2)  # the run's first colon with a tag after it
-    return heading if p < 0 else heading[:p].rstrip()
+    return (heading, []) if p < 0 else (heading[:p].rstrip(), t[p + 1 : -1].split(":"))
+
+
+def _tag_set(tags: list[str]) -> tuple[str, ...]:
+    """Heading tags as a Heading keeps them: lower-cased (as every tag of a note), once each."""
+    return tuple(dict.fromkeys(t.lower() for t in tags if t)) if tags else ()
 
 
 def _untodo(heading: str, keywords: set[str]) -> str:
