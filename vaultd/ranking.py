@@ -11,6 +11,8 @@ must appear; `-word` and `-"a phrase"` must not; `OR` is accepted (words are
 alternatives already); `tag:x`, `title:x`, `path:folder/sub`, `after:2025-01-01`,
 `before:2025-02`. An operator with a value it cannot use is read as plain words.
 Hangul/Han/Kana runs are matched by their bigrams, so particles never block a match.
+A word joined by -, _, . or / (`denote-link-description`, `foo_bar`) is a symbol:
+notes holding it whole rank above those holding only its parts, which still match.
 A word that no note contains is matched with typo tolerance; the last word also
 matches as a prefix (search-as-you-type).
 """
@@ -38,6 +40,9 @@ _EN = (
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
 _FIELDS = ("title", "headings", "folders", "body")
+_SYMBOL = re.compile(r"\w+(?:[-_./]\w+)+")
+"""A word joined by -, _, . or / (denote-link-description, foo_bar, a.b.c, org/roam): a name
+from code, a config or a path, matched whole before its parts (see _Builder.symbol)."""
 
 
 @dataclass
@@ -208,6 +213,20 @@ class _Builder:
         return _Q.boolean_query([(_O.Must, found), (_O.Should, _Q.disjunction_max_query(named)),
                                  *((_O.Should, self.stem_clause(w)) for w in stems)])
 
+    def symbol(self, parts: list[str]) -> tantivy.Query:
+        """Notes holding the symbol whose stems are `parts`, word for word, in a title, heading
+        or body: they rank above every note that only holds its parts, as grep would find
+        them (a constant above what the parts can score in any field, tag included: BM25
+        gives a word at most (k1 + 1) x its idf, times the field's boost). Not scored by
+        its positions: Tantivy stops at a note's first match."""
+        s, b = self.searcher, self.b
+        n = max(1, s.num_docs)
+        idf = sum(math.log(1 + (n - df + 0.5) / (df + 0.5)) for w in parts
+                  for df in [max((s.doc_freq(f, w) for f in ("title", "body")), default=0)])
+        most = 2.2 * idf * (max(b.title_boost, b.heading_boost, b.path_boost, b.body_boost) + b.tag_boost)
+        found = _Q.disjunction_max_query([_Q.phrase_query(self.schema, f, parts) for f in ("title", "headings", "body")])
+        return _Q.const_score_query(found, most + 1.0)
+
     def known(self, stem: str) -> bool:
         return any(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
 
@@ -228,6 +247,9 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
 
     plain = " ".join(p.words)
     stems, cjk = _split(plain)
+    for w in dict.fromkeys(w for w in p.words if _SYMBOL.fullmatch(w) and not CJK_RUN.search(w)):
+        if len(parts := _EN.analyze(w)) >= 2:
+            should.append(bld.symbol(parts))
     for s in stems:
         should.append(bld.stem_clause(s))
     for w in dict.fromkeys(w.lower() for w in _WORD.findall(CJK_RUN.sub(" ", plain))):
