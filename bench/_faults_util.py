@@ -366,7 +366,8 @@ class Daemon:
     def start(self, env: dict[str, str] | None = None) -> None:
         e = {k: v for k, v in os.environ.items() if not k.startswith("VAULTD_") and k != "NOTIFY_SOCKET"}
         e.update(XDG_STATE_HOME=str(self.work / "xdg-state"), XDG_RUNTIME_DIR=str(self.work / "run"),
-                 XDG_CONFIG_HOME=str(self.work / "xdg-config"), PYTHONPATH=str(ROOT))
+                 XDG_CONFIG_HOME=str(self.work / "xdg-config"), PYTHONPATH=str(ROOT),
+                 PYTHONFAULTHANDLER="1")
         e.update(env or {})
         self.crash_env = "VAULTD_SPLIT_CRASH_AFTER" in (env or {})
         cmd = [*self.prefix, sys.executable, "-m", "vaultd", "run", "--vault", str(self.vault), "--state-dir",
@@ -404,9 +405,13 @@ class Daemon:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.crashes.append(f"did not stop within {timeout:.0f} s of SIGTERM")
-                self.proc.kill()
-                self.proc.wait()
+                self.crashes.append(f"did not stop within {timeout:.0f} s of SIGTERM (its threads' stacks: {self.log})")
+                self.proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack into the log
+                try:
+                    self.proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
             else:
                 if self.proc.returncode not in (0, -signal.SIGTERM):
                     self.crashes.append(f"exited {self.proc.returncode} on SIGTERM")
@@ -508,6 +513,7 @@ class Check:
     unindexed: set[str] = field(default_factory=set)
     """Tokens on disk the index finds nowhere: edits that never reached it."""
     detail: list[str] = field(default_factory=list)
+    status: dict = field(default_factory=dict)
 
     @property
     def equal(self) -> bool:
@@ -543,6 +549,7 @@ def check_index(d: Daemon, tokens: set[str], vault: Path | None = None) -> Check
                 c.detail.append(f"on disk but not indexed: {rel}")
         if st["notes"] != len(sizes):
             c.detail.append(f"status says {st['notes']} notes, {len(sizes)} on disk")
+        c.status = st
         for t in sorted(tokens | where.keys()):
             hits = {h["path"] for h in d.ask("search", q=f"+{t} ", limit=100, scope="all", snippets=False)["hits"]}
             want = where.get(t, set())
@@ -577,19 +584,21 @@ def lost_lines(expected: dict[str, bytes], vault: Path) -> tuple[Counter, list[s
     return lost, bad
 
 
-def kill_at_split(vault: Path, d: Daemon, r: random.Random, within: float, stop: threading.Event) -> threading.Thread:
+def kill_at_split(vault: Path, d: Daemon, r: random.Random, within: float, stop: threading.Event,
+                  seen: dict) -> threading.Thread:
     """A thread that SIGKILLs `d` a random 0-30 ms after a new journal entry appears in
-    the vault (mid-split, most often), or at a random moment within `within` s when none
-    does; once."""
+    the vault (mid-split, most often: `seen["entry"]`), or at a random moment within
+    `within` s when none does; once."""
     def loop():
-        seen = {p.name for p in (vault / ".vaultd" / "split").glob("*.json")}
+        before = {p.name for p in (vault / ".vaultd" / "split").glob("*.json")}
         deadline = time.monotonic() + r.uniform(0.2, within)
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 now = {p.name for p in (vault / ".vaultd" / "split").glob("*.json")}
             except OSError:
-                now = seen
-            if now - seen:
+                now = before
+            if now - before:
+                seen["entry"] = True
                 time.sleep(r.uniform(0, 0.03))
                 break
             time.sleep(0.001)
