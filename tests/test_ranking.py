@@ -1,6 +1,7 @@
 """Ranking cases a person meets typing as they think (issue 19): symbols from code kept
 whole, typos corrected into the fields they match. A real vault and a real index."""
 
+import os
 import random
 
 import pytest
@@ -49,3 +50,36 @@ def test_a_symbol_is_found_whole_before_its_parts(common_words, q, first):
 def test_the_symbol_line_is_the_snippet(common_words):
     hit = common_words.search("denote-link-description", 1)["hits"][0]
     assert any("denote-link-description" in s["text"] for s in hit["snippets"]), hit
+
+
+@pytest.fixture(scope="module")
+def titled(tmp_path_factory):
+    """Notes named as Obsidian names them; many mention graphs and views in passing."""
+    root = tmp_path_factory.mktemp("typo") / "vault"
+    root.mkdir()
+    (root / "Graph view.md").write_text("The graph view shows your notes as a network of nodes and links.\n")
+    (root / "Canvas.md").write_text("A canvas is an infinite space to lay out notes.\n")
+    for name in ("Graph settings", "Graph filters", "View modes", "Views", "Grapher", "Web viewer"):
+        (root / f"{name}.md").write_text(f"About {name.lower()}: the graph, and how you view it.\n")
+    os.utime(root / "Graph view.md", (1e9, 1e9))  # written long ago: the others are newer
+    for i in range(12):
+        (root / f"Other {i}.md").write_text(f"Note {i}. A graph of some kind, a view of it; graphs views grapple "
+                                            f"grasp grape graphic {i}.\n")
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("q", ["grpah veiw", "graph veiw", "grpah view", "canvs"])
+def test_a_title_that_matches_after_correction_ranks_by_the_title_boost(titled, q):
+    want = "Canvas.md" if q == "canvs" else "Graph view.md"
+    res = titled.search(q, 5)
+    assert res["hits"][0]["path"] == want, [h["path"] for h in res["hits"]]
+    assert res["hits"][0]["snippets"], "the corrected words are highlighted"
+
+
+def test_an_exact_word_outranks_its_correction_and_a_prefix(titled):
+    assert [h["path"] for h in titled.search("graph view", 1)["hits"]] == ["Graph view.md"]
+    got = [h["path"] for h in titled.search("grap", 14)["hits"]]
+    assert got and got[0] != "Canvas.md"

@@ -26,7 +26,7 @@ from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch, path_key
 from .note import Note, compact, headings_of
 from .parse import decode
-from .ranking import Plan, blend, plan, terms
+from .ranking import Plan, Vocabulary, blend, plan, terms
 from .parse.markdown import split_front_matter
 from .paths import cut, open_note, read_head, read_lines
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
@@ -82,6 +82,7 @@ class Vault:
         """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
         self._graph_ready = threading.Event()
         self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
+        self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
         self.generation = 0
         """Grows by one with every commit, and by one at each start (from the state file)."""
         self.parsed = 0
@@ -366,6 +367,16 @@ class Vault:
 
     # -- query ------------------------------------------------------------------
 
+    def _vocabulary(self) -> Vocabulary:
+        """The words of the notes' titles, aliases and tags, to correct typos into: built on
+        the first search that needs it, and again when the notes changed, at most once a
+        minute (a second at 100,000 notes; a word it lacks meanwhile is only not corrected)."""
+        notes, (built, vocab, at) = self.notes, self._vocab
+        if vocab is None or (built is not notes and time.monotonic() - at > 60):
+            vocab = Vocabulary(t for n in notes.values() for t in (n.title, *n.aliases, *n.tags))
+            self._vocab = (notes, vocab, time.monotonic())
+        return vocab
+
     def _text_bytes(self) -> int:
         """The size of every note indexed, summed once per version of the table."""
         notes = self.notes  # replaced, never changed in place
@@ -378,7 +389,7 @@ class Vault:
         COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
         tiers.min_results; "warm" always leaves it out; "all" searches everything."""
         cfg = self.config.search
-        p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes())
+        p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
         total, found = self.index.search(p.query, max(limit, cfg.candidates), self._by_key)
