@@ -3,6 +3,7 @@
     python bench/quality.py                                    # ../shared/eval/queries-dev.json
     python bench/quality.py ../shared/eval/anchors-dev.json
     python bench/quality.py my-queries.json --corpora DIR
+    python bench/quality.py --generated                        # + symbol and tag queries from the corpora
 
 A query set is a JSON list of {"query", "relevant": [paths], "corpus", "lang"?, "kind"?,
 "heading"?}; paths are relative to DIR/<corpus> (default ../shared/corpora). One daemon
@@ -89,8 +90,14 @@ def main() -> int:
     ap.add_argument("queries", nargs="?", default=str(SHARED / "eval" / "queries-dev.json"))
     ap.add_argument("--corpora", default=str(SHARED / "corpora"))
     ap.add_argument("--show-misses", action="store_true")
+    ap.add_argument("--generated", action="store_true",
+                    help="also symbol and Org-tag queries made from the corpora (bench/generated_queries.py)")
     args = ap.parse_args()
     queries = json.loads(Path(args.queries).read_text())
+    if args.generated:
+        from generated_queries import queries as generated
+
+        queries += generated(Path(args.corpora))
     work = Path(tempfile.mkdtemp(prefix="vq"))
     rows = []  # (groups, vaultd scores, grep scores, heading ok or None)
     try:
