@@ -549,6 +549,8 @@ def check_index(d: Daemon, tokens: set[str], vault: Path | None = None) -> Check
                 c.detail.append(f"on disk but not indexed: {rel}")
         if st["notes"] != len(sizes):
             c.detail.append(f"status says {st['notes']} notes, {len(sizes)} on disk")
+            if indexed is None:
+                c.stale.add("(the note count)")
         c.status = st
         for t in sorted(tokens | where.keys()):
             hits = {h["path"] for h in d.ask("search", q=f"+{t} ", limit=100, scope="all", snippets=False)["hits"]}
