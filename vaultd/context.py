@@ -2,11 +2,8 @@
 sections of the top hits, never over the budget, every item naming the exact lines
 of the file it holds.
 
-Token estimate (documented in the README): ASCII text costs one token per 3.5
-characters; each Hangul, Han or Kana character costs 1.3 tokens (BPE tokenizers
-split CJK text into about one token per character, often more); other non-ASCII
-characters cost 0.7. Counting characters/4 would undercount Korean text three- to
-five-fold. Use `unit="bytes"` for an exact, tokenizer-free budget.
+Costs are counted by render.cost (the token estimate is documented there and in the
+README).
 """
 
 from __future__ import annotations
@@ -16,21 +13,10 @@ import heapq
 import itertools
 import math
 
-from .index import CJK_RUN
 from .render import context_item as render
+from .render import cost, estimate_tokens  # noqa: F401  (here too: context's callers count with them)
 
 UNITS = ("tokens", "bytes")
-
-
-def estimate_tokens(text: str) -> int:
-    cjk = sum(len(r) for r in CJK_RUN.findall(text))
-    ascii_ = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))  # in C, not a char at a time
-    other = len(text) - cjk - ascii_
-    return math.ceil(ascii_ / 3.5 + cjk * 1.3 + other * 0.7)
-
-
-def cost(text: str, unit: str) -> int:
-    return len(text.encode()) if unit == "bytes" else estimate_tokens(text)
 
 
 def ranked_sections(lines: list[str], headings: list, matcher, body_start: int,
