@@ -451,6 +451,18 @@ def test_the_daemon_indexes_an_edit_that_keeps_size_and_mtime(daemon, vault):
     assert wait_for(lambda: daemon.search_paths("zanzibar") == ["notes/Deep work.md"], timeout=5, interval=0.05)
 
 
+def test_an_edit_made_while_stopped_that_keeps_size_and_mtime_is_found_at_start(daemon, vault):
+    daemon.stop()
+    p = vault / "notes" / "Deep work.md"
+    st = p.stat()
+    text = p.read_bytes()
+    p.write_bytes(text[: -len(b"zanzibar\n")] + b"zanzibar\n")
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and mtime as indexed: only the ctime says
+    daemon.start()
+    assert daemon.search_paths("zanzibar") == ["notes/Deep work.md"]
+    assert daemon.status()["parsed"] == 1, "only that file is read again"
+
+
 def _immutable(path, on: bool) -> bool:
     return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
 

@@ -160,7 +160,7 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
 def test_a_worker_that_cannot_write_its_payload_sends_it_through_the_pipe(vault, tmp_path):
     from vaultd import workers
 
-    items = [(str(p.relative_to(vault)), 0, p.stat().st_size) for p in sorted(vault.rglob("*.md"))] + [("gone.md", 0, 0)]
+    items = [(str(p.relative_to(vault)), 0, p.stat().st_size, 0) for p in sorted(vault.rglob("*.md"))] + [("gone.md", 0, 0, 0)]
     gone = tmp_path / "spool-that-is-not-there"
     payload, results = workers._chunk(str(vault), items, 1 << 20, str(gone))  # in this process: same code
     assert isinstance(payload, bytes) and not gone.exists()
@@ -178,8 +178,8 @@ def test_a_task_holds_at_most_chunk_files_or_chunk_bytes():
     from vaultd import workers
 
     small, big = workers.CHUNK_BYTES // 100, workers.CHUNK_BYTES * 3
-    items = [(f"s{i}.md", 0, small) for i in range(workers.CHUNK + 5)] + [("big.md", 0, big), ("after.md", 0, small)]
-    items += [(f"h{i}.md", 0, workers.CHUNK_BYTES // 3) for i in range(7)]
+    items = [(f"s{i}.md", 0, small, 0) for i in range(workers.CHUNK + 5)] + [("big.md", 0, big, 0), ("after.md", 0, small, 0)]
+    items += [(f"h{i}.md", 0, workers.CHUNK_BYTES // 3, 0) for i in range(7)]
     chunks = list(workers._chunks(items))
     assert [c for chunk in chunks for c in chunk] == items  # all of them, in order
     assert [len(c) for c in chunks] == [workers.CHUNK, 5, 1, 3, 3, 2]  # a file bigger than the cap goes alone
@@ -192,7 +192,7 @@ def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
     (vault / "bulk").mkdir()
     for i in range(workers.CHUNK * 6):
         (vault / f"bulk/n{i}.md").write_text(f"# Note {i}\n\nwork item {i} [md](n{i + 1}.md)\n")
-    items = [(f"bulk/n{i}.md", 0, 40) for i in range(workers.CHUNK * 6)]
+    items = [(f"bulk/n{i}.md", 0, 40, 0) for i in range(workers.CHUNK * 6)]
     got = workers.parse_many(str(vault), items, 1 << 20, 2)
     first = next(got)
     time.sleep(1.5)  # the other chunks are parsed and waiting in the spool: empty it, as a cleaner of /dev/shm would
@@ -202,7 +202,7 @@ def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
             for f in os.listdir(os.path.join(base, d)):
                 os.unlink(os.path.join(base, d, f))
     rest = [first, *got]
-    assert [(rel, note.path if note else None) for rel, note, _ in rest] == [(rel, rel) for rel, _, _ in items]
+    assert [(rel, note.path if note else None) for rel, note, _ in rest] == [(rel, rel) for rel, *_ in items]
     assert "output is gone" in caplog.text
 
 
@@ -294,7 +294,10 @@ def test_an_edit_that_keeps_size_and_mtime_is_indexed_when_reported(v, vault):
     p.write_bytes(text[: -len(b"zanzibar\n")] + b"zanzibar\n" if len(text) > 9 else text)
     os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # a coarse clock: the same mtime, the same size
     assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
-    v.apply(["notes/Deep work.md"])  # a stat scan cannot see it
-    assert "notes/Deep work.md" not in paths(v, "zanzibar")
-    v.apply(["notes/Deep work.md"], reread=True)  # the watcher reported it: read, the hash decides
+    v.apply(["notes/Deep work.md"])  # a stat scan sees it by the ctime the write changed
     assert paths(v, "zanzibar") == ["notes/Deep work.md"]
+    parsed = v.parsed
+    v.apply(["notes/Deep work.md"])  # unchanged since: not read again
+    assert v.parsed == parsed
+    v.apply(["notes/Deep work.md"], reread=True)  # the watcher reported it: read, the hash decides
+    assert v.parsed == parsed + 1 and paths(v, "zanzibar") == ["notes/Deep work.md"]

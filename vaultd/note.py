@@ -66,6 +66,9 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     mtime_ns: int = 0
     size: int = 0
     hash: str = ""
+    ctime_ns: int = 0
+    """The file's ctime when it was read: a stat scan compares it too, since an edit that
+    puts the size and mtime back (or lands within a coarse timestamp) still changes it."""
 
 
 _EMPTY = msgspec.Raw(b"\x90")

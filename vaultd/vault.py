@@ -160,7 +160,7 @@ class Vault:
         changed = [
             rel
             for rel, st in on_disk.items()
-            if (n := self.notes.get(rel)) is None or n.mtime_ns != st.st_mtime_ns or n.size != st.st_size
+            if (n := self.notes.get(rel)) is None or not _same_stat(n, st)
         ]
         gone = [rel for rel in self.notes if rel not in on_disk]
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
@@ -204,7 +204,7 @@ class Vault:
                 files[rel] = None
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
         deletes: list[str] = []
-        to_parse: list[tuple[str, int, int]] = []
+        to_parse: list[tuple[str, int, int, int]] = []
         reported = {p for p in paths if not p.endswith("/")} if reread else set()
         for rel, st in files.items():
             st = self._stat(rel, st, rel in reported)
@@ -212,7 +212,7 @@ class Vault:
                 if rel in self.notes:
                     deletes.append(rel)
             elif st is not False:
-                to_parse.append((rel, st.st_mtime_ns, st.st_size))
+                to_parse.append((rel, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
         parsed = parse_many(str(self.root), to_parse, self.config.index.max_file_mb << 20,
                             workers_for(self.config.index.workers))
         with self.index.batch() as batch:
@@ -230,8 +230,9 @@ class Vault:
                     continue
                 self.parsed += 1
                 old = self.notes.get(rel)
-                if old is not None and (old.hash, old.mtime_ns, old.size) == (note.hash, note.mtime_ns, note.size):
-                    continue  # read again, and the same bytes
+                if old is not None and (old.hash, old.mtime_ns, old.size, old.ctime_ns) == \
+                        (note.hash, note.mtime_ns, note.size, note.ctime_ns):
+                    continue  # read again, and the same bytes (a new ctime alone is kept, not to read it again)
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
                 batch.add(note, doc, new=rel not in self.notes)
@@ -360,7 +361,7 @@ class Vault:
         if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
             return None
         old = self.notes.get(rel)
-        if not reread and old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+        if not reread and old is not None and _same_stat(old, st):
             logger.debug("unchanged: %s", rel)
             return False
         return st
@@ -981,6 +982,13 @@ class Vault:
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
         }
+
+
+def _same_stat(note: Note, st: os.stat_result) -> bool:
+    """Whether the file is as indexed, by its stat: size, mtime and ctime (an edit that
+    keeps size and mtime, made while vaultd was stopped or within a coarse timestamp,
+    still changes the ctime; so do a chmod or a rename: read again, the hash decides)."""
+    return note.mtime_ns == st.st_mtime_ns and note.size == st.st_size and note.ctime_ns == st.st_ctime_ns
 
 
 def _title_line(lines: list[str], title: str) -> int | None:

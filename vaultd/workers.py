@@ -39,8 +39,8 @@ CHUNK_BYTES = 8 << 20
 """And at most this many bytes of files a task (or one file, when it is bigger): a few
 tasks' documents wait, in RAM, for the index to take them."""
 
-Item = tuple[str, int, int]
-"""A file to parse: (vault path, mtime_ns, size)."""
+Item = tuple[str, int, int, int]
+"""A file to parse: (vault path, mtime_ns, size, ctime_ns)."""
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(dict[str, list])
@@ -64,11 +64,13 @@ def read(root: str, rel: str, max_bytes: int) -> tuple[bytes, int] | str | None:
         return f"cannot read {rel}: out of memory"
 
 
-def parse_head(rel: str, data: bytes, size: int, max_bytes: int, mtime_ns: int) -> tuple[Note, list[str]]:
+def parse_head(rel: str, data: bytes, size: int, max_bytes: int, mtime_ns: int,
+               ctime_ns: int = 0) -> tuple[Note, list[str]]:
     """parse_lines of a file read by `read`: when it was cut there, the note still has the
     file's size (a stat scan compares it) and says it was cut, as parse_lines says of a
     file it cuts itself. Its hash is of the bytes indexed: what a change must change."""
     note, lines = parse_lines(rel, data, max_bytes=max_bytes, mtime_ns=mtime_ns)
+    note.ctime_ns = ctime_ns
     if size > len(data):
         note.size = size
         note.problems.insert(0, f"file is {size / 2**20:.1f} MB; only the first {max_bytes / 2**20:.0f} MB are indexed")
@@ -91,12 +93,12 @@ def _chunk(root: str, items: list[Item], max_bytes: int,
     and unpickled in the daemon, 0.6 CPU-s more than writing and mapping the files."""
     out: list[tuple[str, tuple[int, int] | str | None]] = []
     buf = bytearray()
-    for rel, mtime_ns, _ in items:
+    for rel, mtime_ns, _, ctime_ns in items:
         got = read(root, rel, max_bytes)
         if isinstance(got, tuple):
             start = len(buf)
             try:
-                _encoder.encode_into(fields(*parse_head(rel, *got, max_bytes, mtime_ns)), buf, -1)
+                _encoder.encode_into(fields(*parse_head(rel, *got, max_bytes, mtime_ns, ctime_ns)), buf, -1)
             except MemoryError:  # this file's problem: the chunk's others go on
                 del buf[start:]
                 got = f"cannot parse {rel}: out of memory"
@@ -120,11 +122,11 @@ def _chunk(root: str, items: list[Item], max_bytes: int,
 
 
 def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
-    for rel, mtime_ns, _ in items:
+    for rel, mtime_ns, _, ctime_ns in items:
         got, note = read(root, rel, max_bytes), None
         if isinstance(got, tuple):
             try:
-                note, lines = parse_head(rel, *got, max_bytes, mtime_ns)
+                note, lines = parse_head(rel, *got, max_bytes, mtime_ns, ctime_ns)
                 note.body = "\n".join(lines)
             except MemoryError:  # this file's problem: the batch's others go on
                 note, got = None, f"cannot parse {rel}: out of memory"
