@@ -79,6 +79,32 @@ def test_pins_and_access_make_hot(v):
     assert v.pin("old.md", False)["changed"] and "old.md" not in hot_why(v)
 
 
+def test_an_agents_reads_are_counted_apart_and_make_nothing_hot(tmp_path):
+    files = {"old.md": ("# Old\n\n## Part\nline a about quokkas\n", 90), "older.md": ("quokka\n", 120)}
+    v = make_vault(tmp_path, files)
+    try:
+        v.read("old.md", agent=True)
+        assert v.context("quokka", 500)["items"]
+        assert hot_why(v) == {}, "context and an agent's read promote nothing"
+        assert v.state.state.agent_access["old.md"] == 2 and not v.state.state.access
+        v.read("older.md")
+        assert hot_why(v) == {"older.md": ["read 1 times"]}, "a person's read does"
+    finally:
+        v.close()
+    v = make_vault(tmp_path / "weighted", files, agent_access_weight=0.5)  # configurable: they count, weighted
+    try:
+        v.read("old.md", agent=True)
+        assert hot_why(v) == {"old.md": ["read by agents 1 times"]}
+    finally:
+        v.close()
+
+
+def test_context_with_no_words_gives_the_hot_notes_the_whole_budget(v):
+    res = v.context("", 400)
+    assert res["items"] and {it["kind"] for it in res["items"]} == {"hot"}
+    assert res["used"] > 400 // 4 or len(res["items"]) == len(v.hot()["hot"])
+
+
 def test_hot_is_capped_and_ordered(tmp_path):
     v = make_vault(tmp_path, {f"n{i}.md": ("---\ntags: [todo]\n---\n", i) for i in range(5)}, hot_max=2)
     try:

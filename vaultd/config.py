@@ -101,6 +101,9 @@ class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     recent_weight: float = 2.0
     access_weight: float = 1.0
     """HOT score = the weights of the reasons a note has (access: scaled by log2 of its count)."""
+    agent_access_weight: float = 0.0
+    """Reads by agents (context, the MCP server, hooks) are counted apart from a person's;
+    they count towards HOT as a person's reads do, times this (0: not at all)."""
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -65,6 +65,16 @@ class AmbiguousNote(QueryError):
         super().__init__(f"{name!r} is ambiguous; it may be any of:\n  " + "\n  ".join(candidates))
 
 
+class StillIndexing(QueryError):
+    """The first index of the vault is still being built: what needs every note waits for it."""
+
+    code = "indexing"
+
+    def __init__(self, progress: str):
+        super().__init__(f"vaultd is still building its first index of this vault ({progress}); "
+                         "try again in a moment")
+
+
 class ProtocolError(VaultdError):
     """A request line that is not valid JSON or not a valid request."""
 

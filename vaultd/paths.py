@@ -54,6 +54,59 @@ def find_socket(cwd: Path) -> tuple[Path | None, list[Path]]:
     return (seen[0] if len(seen) == 1 else None), seen
 
 
+def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | None = None) -> str:
+    """The socket a client (vaultq, the MCP server, a hook) should use: `socket`, then
+    $VAULTD_SOCKET, then the daemon of `vault`, then that of the vault around `cwd` (the
+    current folder by default), then the only one running. Raises DaemonUnavailable, saying
+    how to choose when several run and none is for this folder."""
+    from .errors import DaemonUnavailable
+
+    if socket:
+        return socket
+    if os.environ.get("VAULTD_SOCKET"):
+        return os.environ["VAULTD_SOCKET"]
+    if vault:
+        return str(default_socket(Path(vault).expanduser().resolve()))
+    here = Path(cwd) if cwd else Path.cwd()
+    found, seen = find_socket(here)
+    if found:
+        return str(found)
+    if seen:
+        raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
+                                f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "
+                                + "\n  ".join(map(str, seen)))
+    raise DaemonUnavailable(str(default_socket(here)), "no vaultd is running")
+
+
+def shown(root: str, mode: str):
+    """How a vault path is shown to an asker (see protocol.Request.paths): None for "vault"
+    (as it is), else a function of the vault path: absolute, or relative to the asker's
+    folder `mode` when that is inside the vault."""
+    if mode == "vault":
+        return None
+    if mode != "absolute" and (mode == root or mode.startswith(root.rstrip("/") + "/")):
+        return lambda rel: os.path.relpath(os.path.join(root, rel), mode)
+    return lambda rel: os.path.join(root, rel)
+
+
+PATH_KEYS = frozenset(("path", "note", "resolved", "candidates", "added", "changed", "deleted", "moved", "parts",
+                       "files", "restored", "edges"))
+"""Keys whose values are vault paths (a string, a list of them, or a list of pairs), in
+every answer: each is shown as the asker wants (see `shown`); anything else under them
+(`changed: true` of a pin) is left as it is."""
+
+
+def show_paths(obj, show, key: str | None = None):
+    """`obj` (an answer) with the vault path under every PATH_KEYS key given by `show`."""
+    if isinstance(obj, dict):
+        return {k: show_paths(v, show, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [show_paths(v, show, key) for v in obj]
+    if isinstance(obj, str) and key in PATH_KEYS:
+        return show(obj)
+    return obj
+
+
 @lru_cache(maxsize=8)
 def _real(root: str) -> str:
     return os.path.join(os.path.realpath(root), "")

@@ -21,17 +21,33 @@ MAX_LINE = 1 << 20
 Id = Union[int, str, None]
 
 
+PathsMode = Annotated[str, msgspec.Meta(pattern="^(vault|absolute|/.*)$")]
+
+
 class Request(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_only=True):
+    """Fields every request may carry besides its operation's own (see ENVELOPE)."""
+
     v: int = PROTOCOL_VERSION
     id: Id = None
+    paths: PathsMode = "vault"
+    """How the answer gives note paths: "vault" (relative to the vault), "absolute", or an
+    absolute folder, the asker's: relative to it when it is inside the vault, else absolute
+    (vaultq sends its current folder, a hook the agent's)."""
+    agent: bool = False
+    """An agent asks (the MCP server, a hook): what it reads is counted apart from a person's
+    reads and does not make notes HOT (see tiers.agent_access_weight)."""
+
+
+ENVELOPE = ("op", "v", "id", "paths", "agent")
+"""Not an operation's own arguments: the faces set them (an MCP tool's schema leaves them out)."""
 
 
 class Ping(Request, tag="ping"):
-    pass
+    """Whether the daemon answers, its version and its vault."""
 
 
 class Status(Request, tag="status"):
-    pass
+    """What the daemon is doing: notes, links, pending changes, generation, whether the first index is still being built, the watch, the last error."""
 
 
 Scope = Literal["auto", "warm", "all"]
@@ -39,80 +55,129 @@ Scope = Literal["auto", "warm", "all"]
 AfterGeneration = Annotated[int, msgspec.Meta(ge=0)] | None
 
 
+Date = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}(-[0-9]{1,2}(-[0-9]{2})?)?$",
+                                    description="YYYY, YYYY-MM or YYYY-MM-DD")]
+Filter = Annotated[str, msgspec.Meta(min_length=1, pattern='^[^"]+$')]
+
+
+def _described(t, text: str):
+    return Annotated[t, msgspec.Meta(description=text)]
+
+
 class Search(Request, tag="search"):
-    q: str
-    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
-    scope: Scope = "auto"
-    snippets: bool = True
-    """False: hits without snippets (null), for lists of paths; they cost most of a search."""
-    after_generation: AfterGeneration = None
-    """Wait (up to 10 s) until the index has committed this generation and nothing is pending."""
+    """Notes ranked for a query (BM25 over titles, aliases, headings, tags, folder names and text, then recency), each with its best lines: path, line and text."""
+
+    q: _described(str, 'Words to look for. Also: "a phrase", +must, -without, tag:X, title:X, path:folder, '
+                       "after:YYYY-MM-DD, before:YYYY-MM; typos are tolerated, Korean matches with its particles")
+    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=1000)], "At most this many notes") = 10
+    tag: _described(list[Filter], "Only notes with these tags (as tag:X in the query)") = []
+    path: _described(list[Filter], "Only notes under these folders, relative to the vault (as path:X)") = []
+    after: _described(Date | None, "Only notes dated on or after this day (the Denote identifier, "
+                                   "a date field, else the file's mtime)") = None
+    before: _described(Date | None, "Only notes dated before this day") = None
+    scope: _described(Scope, "auto: the archive (COLD notes) only when too little else matches; "
+                             "warm: never the archive; all: everything") = "auto"
+    snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
+    after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
+                                                  "generation and nothing is pending") = None
+
+    def query(self) -> str:
+        """`q` with the filters given as fields written into it, as the query language has them."""
+        parts = [self.q] if self.q else []
+        for op, vals in (("tag", self.tag), ("path", self.path), ("after", [self.after] if self.after else []),
+                         ("before", [self.before] if self.before else [])):
+            parts += [f'{op}:"{v}"' if " " in v else f"{op}:{v}" for v in vals]
+        return " ".join(parts)
 
 
 class Context(Request, tag="context"):
-    q: str
-    budget: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]
-    unit: Literal["tokens", "bytes"] = "tokens"
-    scope: Scope = "warm"
-    after_generation: AfterGeneration = None
+    """What an agent should read about a query, within a budget: the HOT notes' opening lines (at most a quarter of it; all of it with no query), then the best section of each top hit, then runners-up. Whole lines only, each item with its path and line range."""
+
+    q: _described(str, "What it is about: words, as for search (empty: the HOT notes' openings only)")
+    budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this much, in `unit`") = 2000
+    unit: _described(Literal["tokens", "bytes"], "What the budget counts: tokens (estimated: ASCII 3.5 "
+                                                 "characters a token, Hangul/Han/Kana 1.3 tokens a character) "
+                                                 "or bytes") = "tokens"
+    scope: _described(Scope, "warm: never the archive (COLD notes); all: the archive too") = "warm"
+    after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
+                                                  "generation") = None
 
 
 class Changes(Request, tag="changes"):
-    since: Annotated[int, msgspec.Meta(ge=0)]
+    """Notes added, changed, deleted and moved since an index generation (every answer carries the generation it reflects)."""
+
+    since: _described(Annotated[int, msgspec.Meta(ge=0)], "A generation an earlier answer carried")
 
 
-NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, description=(
+    "A note: its path (relative to the vault, or absolute), Denote identifier, Org ID, a name as written in a "
+    "wikilink, or its title"))]
 
 
 class Backlinks(Request, tag="backlinks"):
+    """Links into a note, each with the file, line and the text of the line it stands on."""
+
     note: NoteName
 
 
 class Links(Request, tag="links"):
+    """Links out of a note: where each leads (path and line), or why it is broken."""
+
     note: NoteName
 
 
 class Graph(Request, tag="graph"):
+    """The notes around a note, both directions, up to `depth` links away."""
+
     note: NoteName
     depth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
 
 
 class Broken(Request, tag="broken"):
-    pass
+    """Every broken link in the vault, with the reason."""
 
 
 class Orphans(Request, tag="orphans"):
-    pass
+    """Notes nothing links to and that link nowhere."""
 
 
 class Tags(Request, tag="tags"):
-    pass
+    """Every tag, its count and the tags most often beside it."""
 
 
 class Read(Request, tag="read"):
+    """A note's text, or the lines of one section or range of it, with the line numbers it spans."""
+
     note: NoteName
-    lines: Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)] | None = None
-    heading: str | None = None
+    lines: _described(Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
+                      | None, "Only lines [A, B] (1-based, inclusive; of the section, with `heading`)") = None
+    heading: _described(str | None, "Only the section under this heading (its text, anchor or custom id)") = None
 
 
 class Pin(Request, tag="pin"):
+    """Keep a note in the HOT working set until unpinned."""
+
     note: NoteName
 
 
 class Unpin(Request, tag="unpin"):
+    """Stop pinning a note."""
+
     note: NoteName
 
 
 class Pins(Request, tag="pins"):
-    pass
+    """The pinned notes."""
 
 
 class Hot(Request, tag="hot"):
-    pass
+    """The HOT working set, best first, and why each note is in it (pinned, a hot tag, changed lately, read often)."""
 
 
 class Recent(Request, tag="recent"):
-    days: Annotated[float, msgspec.Meta(gt=0)] = 7.0
+    """Notes changed in the last days, newest first."""
+
+    days: _described(Annotated[float, msgspec.Meta(gt=0)], "How many days back") = 7.0
 
 
 class Split(Request, tag="split"):

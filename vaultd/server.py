@@ -27,6 +27,7 @@ from . import __version__, protocol
 from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
 from .index import IndexDamaged, _damage
+from .paths import show_paths, shown
 from .vault import Stopped, Vault
 from .watcher import RESCAN, Debouncer, Watcher
 
@@ -377,7 +378,7 @@ class Server:
         except protocol.BadRequest as e:
             return protocol.error(e.id, e.code, e.message)
         try:
-            return protocol.ok(req.id, self._dispatch(req))
+            return protocol.ok(req.id, self._answer(req))
         except QueryError as e:
             return protocol.error(req.id, e.code, str(e))
         except BaseException as e:  # a panic in Tantivy (a damaged index file) too: requests only read
@@ -414,13 +415,27 @@ class Server:
         res = answer()
         return res if generation is None else {**res, "caught_up": caught_up}
 
-    def _dispatch(self, req: protocol.Request):
+    def _answer(self, req: protocol.Request):
+        """The operation's answer, its note paths as the request asks (`paths`), and while the
+        first index is being built, saying so (`indexing`, `progress`)."""
+        v = self.vault
+        show = shown(v._root, req.paths)
+        res = self._dispatch(req, show)
+        if show is not None and not isinstance(req, protocol.Context):  # context shows its own (it counts them)
+            res = show_paths(res, show)
+        if isinstance(res, dict) and v.indexing:
+            res = {**res, "indexing": True, "progress": v.indexing_progress()}
+        return res
+
+    def _dispatch(self, req: protocol.Request, show=None):
         v = self.vault
         match req:
             case protocol.Search():
-                return self._waited(req.after_generation, lambda: v.search(req.q, req.limit, req.scope, req.snippets))
+                return self._waited(req.after_generation,
+                                    lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
             case protocol.Context():
-                return self._waited(req.after_generation, lambda: v.context(req.q, req.budget, req.unit, req.scope))
+                return self._waited(req.after_generation,
+                                    lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show))
             case protocol.Changes():
                 return v.changes(req.since)
             case protocol.Split():
@@ -448,7 +463,7 @@ class Server:
             case protocol.Tags():
                 return v.tags()
             case protocol.Read():
-                return v.read(req.note, tuple(req.lines) if req.lines else None, req.heading)
+                return v.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent)
             case protocol.Pin() | protocol.Unpin():
                 return v.pin(req.note, isinstance(req, protocol.Pin))
             case protocol.Pins():
@@ -467,5 +482,5 @@ class Server:
                     "watch": self.watcher.health(),
                 }
             case protocol.Ping():
-                return {"pong": True, "version": __version__}
+                return {"pong": True, "version": __version__, "vault": str(v.root)}
         raise AssertionError(f"no handler for {type(req).__name__}")

@@ -22,9 +22,15 @@ logger = logging.getLogger("vaultd.state")
 class State(msgspec.Struct, kw_only=True):
     version: int = 1
     access: dict[str, int] = {}
-    """Times each note was read through vaultd (`read`, `context`)."""
+    """Times a person read each note through vaultd (`vaultq read`, an editor): these count
+    towards HOT."""
     last_access: dict[str, float] = {}
     pins: list[str] = []
+    agent_access: dict[str, int] = {}
+    """Times agents read each note (`context`, reads through the MCP server or a hook):
+    counted apart, towards HOT only as far as tiers.agent_access_weight says (0 by default),
+    so an agent's own retrievals never prime every later prompt."""
+    agent_last_access: dict[str, float] = {}
     generation: int = 0
     """The last index generation committed, so generations keep growing across restarts."""
     grown: dict[str, int] = {}
@@ -117,10 +123,15 @@ class StateStore:
         write_atomic(self.path, data)
         return True
 
-    def touch(self, path: str) -> None:
+    def touch(self, path: str, agent: bool = False) -> None:
+        """`path` was read: by a person (HOT counts it), or by an agent (counted apart)."""
         with self._lock:
-            self.state.access[path] = self.state.access.get(path, 0) + 1
-            self.state.last_access[path] = time.time()
+            if agent:
+                self.state.agent_access[path] = self.state.agent_access.get(path, 0) + 1
+                self.state.agent_last_access[path] = time.time()
+            else:
+                self.state.access[path] = self.state.access.get(path, 0) + 1
+                self.state.last_access[path] = time.time()
             self._dirty = True
 
     def pin(self, path: str, on: bool) -> bool:
@@ -165,7 +176,7 @@ class StateStore:
         """A note moved: its access count, pin and the rest follow it."""
         with self._lock:
             s = self.state
-            for table in (s.access, s.last_access, s.grown, s.written):
+            for table in (s.access, s.last_access, s.agent_access, s.agent_last_access, s.grown, s.written):
                 if old in table:
                     table[new] = table.pop(old)
             if old in s.pins:

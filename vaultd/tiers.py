@@ -28,6 +28,9 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     day = 86400.0
     hot_tags, done_tags = set(cfg.hot_tags), set(cfg.done_tags)
     pins, access = set(state.pins), state.access
+    agent_w = cfg.agent_access_weight
+    agent = state.agent_access if agent_w else {}  # agents' reads count only when weighted
+    agent_last = state.agent_last_access if agent_w else {}
     # Most notes are none of pinned, read, changed lately, or tagged hot and touched lately:
     # they are let go at one test, 20x faster than the whole loop. Its cut-offs are a second
     # early, so that it never lets go a note the exact tests below would keep; none at all
@@ -41,8 +44,9 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     written = state.written
     for path, n in notes.items():
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
-        if m < old_ns and path not in access and path not in pins and (
-                (m < cool_ns and path not in state.last_access) or hot_tags.isdisjoint(n.tags)):
+        if m < old_ns and path not in access and path not in pins and path not in agent and (
+                (m < cool_ns and path not in state.last_access and path not in agent_last)
+                or hot_tags.isdisjoint(n.tags)):
             continue
         if is_cold(path, cfg):
             continue
@@ -51,7 +55,8 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         if tags & done_tags and not pinned:
             continue
         changed_days = (now - m / 1e9) / day
-        touched_days = min(changed_days, (now - state.last_access.get(path, 0.0)) / day)
+        last = max(state.last_access.get(path, 0.0), agent_last.get(path, 0.0))
+        touched_days = min(changed_days, (now - last) / day)
         reasons, score = [], 0.0
         if pinned:
             reasons.append("pinned")
@@ -67,7 +72,11 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         if reads:
             reasons.append(f"read {reads} times")
             score += cfg.access_weight * math.log2(1 + reads)
-        if reasons and (reads == 0 or len(reasons) > 1 or touched_days <= cfg.warm_after_days):
+        by_agents = agent.get(path, 0)
+        if by_agents:
+            reasons.append(f"read by agents {by_agents} times")
+            score += agent_w * math.log2(1 + by_agents)
+        if reasons and (reads + by_agents == 0 or len(reasons) > 1 or touched_days <= cfg.warm_after_days):
             ranked.append((score, path, reasons))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     return [{"path": p, "title": notes[p].title, "tags": notes[p].tags, "score": round(sc, 3), "why": why}

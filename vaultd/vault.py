@@ -20,7 +20,7 @@ from . import __version__
 from . import context as ctx
 from . import split
 from .config import Config
-from .errors import AmbiguousNote, NoteNotFound, QueryError, VaultError
+from .errors import AmbiguousNote, NoteNotFound, QueryError, StillIndexing, VaultError
 from .filters import NoteFilter
 from .graph import Graph, Resolved
 from .index import NoteIndex, note_epoch, path_key
@@ -115,6 +115,11 @@ class Vault:
         self._log_start = self.generation
         self.started = time.time()
         self.reconciled = False
+        self.first_index = not self.notes
+        """The index held no note at start (a new vault, a rebuild): until the first reconcile
+        is done, every answer says it is still being built (see `indexing`)."""
+        self.progress: tuple[int, int | None] = (0, None)
+        """(files read, files to read) of the batch being applied; None while the vault is walked."""
         self.stopping = threading.Event()
         """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
 
@@ -154,6 +159,7 @@ class Vault:
     def reconcile(self, progress: Progress | None = None, graph: bool = True) -> tuple[int, int]:
         """Bring the index in line with the vault by a stat scan, then build the link graph
         if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
+        self.progress = (0, None)
         on_disk = dict(self.accept.walk(self.root))
         if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
             raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
@@ -215,12 +221,14 @@ class Vault:
                 to_parse.append((rel, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
         parsed = parse_many(str(self.root), to_parse, self.config.index.max_file_mb << 20,
                             workers_for(self.config.index.workers))
+        self.progress = (len(files) - len(to_parse), len(files))
         with self.index.batch() as batch:
             for rel in deletes:
                 batch.delete(rel)
             for done, (rel, note, doc) in enumerate(parsed, len(files) - len(to_parse) + 1):
                 if self.stopping.is_set():
                     raise Stopped(f"after {done - 1} of {len(files)} files; nothing of this batch was committed")
+                self.progress = (done, len(files))
                 if progress:
                     progress(done, len(files))
                 if note is None:
@@ -470,7 +478,25 @@ class Vault:
 
     # -- graph ------------------------------------------------------------------
 
+    @property
+    def indexing(self) -> bool:
+        """Whether the first index of the vault is still being built: until then answers
+        are of the notes read so far (none, at first), and say so."""
+        return self.first_index and not self.reconciled
+
+    def indexing_progress(self) -> dict:
+        """How far the first index is: files read and files to read (null while the vault's
+        folders are still being walked)."""
+        done, total = self.progress
+        return {"done": done, "total": total}
+
+    def _progress_words(self) -> str:
+        done, total = self.progress
+        return "listing the vault's files" if total is None else f"{done} of {total} files read"
+
     def _ready_graph(self) -> Graph:
+        if self.indexing:  # not a wait: a first index of a big vault takes minutes
+            raise StillIndexing(self._progress_words())
         if not self._graph_ready.wait(120):
             raise QueryError("the link graph is still being built; try again in a moment")
         return self.graph
@@ -537,9 +563,11 @@ class Vault:
 
     # -- working set ------------------------------------------------------------
 
-    def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None) -> dict:
+    def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None,
+             agent: bool = False) -> dict:
         """A note's text (all, a line range, or one heading's section), read from the file: of
-        a file over the size cap, only what is indexed (`truncated`, and its lines so far)."""
+        a file over the size cap, only what is indexed (`truncated`, and its lines so far).
+        A person's read counts towards HOT; an `agent`'s is counted apart."""
         path = self.find_note(name)
         note = self.notes[path]
         try:
@@ -563,14 +591,19 @@ class Vault:
                                  f"{last - first + 1} lines" + (" as far as read: the file is over index.max_file_mb"
                                                                 if truncated else "") + ")")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
-        self.state.touch(path)
+        self.state.touch(path, agent)
         body = "\n".join(all_lines[first - 1 : last])
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
                 "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
-    def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8) -> dict:
+    def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8,
+                show: Callable[[str], str] | None = None) -> dict:
         """The HOT notes' first lines and the best sections of the top hits for `q`, filling
-        but never exceeding `budget` (see context.py), each item with its line range."""
+        but never exceeding `budget` (see context.py), each item with its line range. With
+        no words in `q`, the HOT notes may fill all of the budget. Each item's path is as
+        `show` gives it (paths.shown), and its header is counted so. Context is an agent's
+        retrieval: the notes it gives are counted apart from a person's reads."""
+        show = show or (lambda rel: rel)
         items: list[dict] = []
         used = 0
         taken: dict[str, list[tuple[int, int]]] = {}
@@ -605,11 +638,12 @@ class Vault:
             return lines, start
 
         def maker(note: Note, lines: list[str], kind: str, why: str):
-            return lambda a, b: {"kind": kind, "path": note.path, "title": note.title, "tags": note.tags,
+            path = show(note.path)
+            return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
                                  "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
 
         hot_items = hot(self.notes, self.state.state, self.config.tiers)
-        hot_budget = budget // 4
+        hot_budget = budget // 4 if q.strip() else budget
         for h in hot_items:  # the working set first, within a quarter of the budget
             if used >= hot_budget:
                 break  # no more room: not read
@@ -647,7 +681,7 @@ class Vault:
                 if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
                 if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
-                    self.state.touch(note.path)
+                    self.state.touch(note.path, agent=True)
         return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
                 "items": items}
 
@@ -981,6 +1015,8 @@ class Vault:
             "writer": self._writer.fd is not None,
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
+            "indexing": self.indexing,
+            **({"progress": self.indexing_progress()} if self.indexing else {}),
         }
 
 
