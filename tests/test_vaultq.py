@@ -114,18 +114,18 @@ def test_links_and_broken(daemon, sock):
     r = vaultq("--socket", sock, "links", str(daemon.vault / "notes" / "Deep work.md"))
     assert r.returncode == 0
     assert "[[Nowhere]]  -> BROKEN (no such note)" in r.stdout
-    assert "-> notes/20251016T080208--memory-tiers__agents_memory.org" in r.stdout
+    assert f"-> {daemon.vault}/notes/20251016T080208--memory-tiers__agents_memory.org" in r.stdout  # outside it
     r = vaultq("--socket", sock, "broken", cwd=daemon.vault)
     assert r.returncode == 0 and r.stdout.strip() == "notes/Deep work.md:15:50: [[Nowhere]]  -> BROKEN (no such note)"
     assert json.loads(vaultq("--socket", sock, "broken", "--json").stdout)["total"] == 1
 
 
-def test_graph_dot_and_depth(sock):
-    r = vaultq("--socket", sock, "graph", "--format", "dot", "--depth", "2", "20251016T080208")
+def test_graph_dot_and_depth(daemon, sock):
+    r = vaultq("--socket", sock, "graph", "--format", "dot", "--depth", "2", "20251016T080208", cwd=daemon.vault)
     assert r.returncode == 0 and r.stdout.startswith("digraph vault {") and r.stdout.rstrip().endswith("}")
     assert '"notes/Deep work.md" -> "notes/20251016T080208--memory-tiers__agents_memory.org";' in r.stdout
     assert vaultq("--socket", sock, "graph", "--depth", "9", "x").returncode == 2
-    r = vaultq("--socket", sock, "graph", "--format", "dot", "20251101T120000")  # DOT has no \\u escapes
+    r = vaultq("--socket", sock, "graph", "--format", "dot", "20251101T120000", cwd=daemon.vault)  # no \\u escapes
     assert '"notes/20251101T120000--가치관__철학.md" [label="가치관' in r.stdout and "\\u" not in r.stdout
 
 
@@ -185,11 +185,12 @@ def test_read_pin_hot_recent(daemon, sock):
     r = vaultq("--socket", sock, "read", "Deep work", "--lines", "7:7")
     assert r.stdout == "# Deep work\n"
     assert vaultq("--socket", sock, "read", "Deep work", "--lines", "x").returncode == 2
-    assert vaultq("--socket", sock, "pin", "Deep work").stdout == "pinned notes/Deep work.md\n"
-    r = vaultq("--socket", sock, "hot")
-    assert r.returncode == 0 and "notes/Deep work.md  Deep work  (pinned, changed 0 days ago, read 2 times)" in r.stdout
-    assert "notes/Deep work.md" in vaultq("--socket", sock, "recent", "--format", "paths").stdout.splitlines()
-    assert vaultq("--socket", sock, "unpin", "Deep work").stdout == "unpinned notes/Deep work.md\n"
+    v = daemon.vault
+    assert vaultq("--socket", sock, "pin", "Deep work", cwd=v).stdout == "pinned notes/Deep work.md\n"
+    r = vaultq("--socket", sock, "hot", cwd=v / "notes")
+    assert r.returncode == 0 and "Deep work.md  Deep work  (pinned, changed 0 days ago, read 2 times)" in r.stdout
+    assert "notes/Deep work.md" in vaultq("--socket", sock, "recent", "--format", "paths", cwd=v).stdout.splitlines()
+    assert vaultq("--socket", sock, "unpin", "Deep work").stdout == f"unpinned {v}/notes/Deep work.md\n"
     assert vaultq("--socket", sock, "pins").returncode == 1
 
 
@@ -231,22 +232,23 @@ def test_split_commands(make_daemon, tmp_path):
     cfg.write_text("[split]\nmode = 'propose'\nquiet = 0.0\n")
     daemon = make_daemon(extra=["--config", str(cfg)])
     sock = str(daemon.socket)
+    here = {"cwd": daemon.vault}  # paths relative to the vault
     big = daemon.vault / "notes" / "Big.md"
     g = daemon.status()["generation"]
     big.write_text("# Big\n\n" + "".join(f"## Part {i}\n\n" + "some words here\n" * 300 for i in range(4)))
     old = time.time() - 3600
     os.utime(big, (old, old))
     daemon.wait_generation(g, timeout=3)
-    r = vaultq("--socket", sock, "split", "--list")
+    r = vaultq("--socket", sock, "split", "--list", **here)
     assert r.returncode == 0 and "split  notes/Big.md" in r.stdout
-    r = vaultq("--socket", sock, "split", "--dry-run", "Big")
+    r = vaultq("--socket", sock, "split", "--dry-run", "Big", **here)
     assert r.stdout.startswith("--- /dev/null") and "+++ b/notes/Big.md" in r.stdout
-    r = vaultq("--socket", sock, "split", "Big")
+    r = vaultq("--socket", sock, "split", "Big", **here)
     assert r.returncode == 0 and "split notes/Big.md into" in r.stdout
     op = r.stdout.split("--undo ")[1].split(")")[0]
-    assert op in vaultq("--socket", sock, "split", "--history").stdout
-    assert vaultq("--socket", sock, "split", "--undo", op).stdout.startswith(f"undid {op}")
-    assert vaultq("--socket", sock, "split").returncode == 2
+    assert op in vaultq("--socket", sock, "split", "--history", **here).stdout
+    assert vaultq("--socket", sock, "split", "--undo", op, **here).stdout.startswith(f"undid {op}")
+    assert vaultq("--socket", sock, "split", **here).returncode == 2
 
 
 def test_only_the_asked_command_is_built_and_every_command_is_known():

@@ -99,6 +99,8 @@ class Context(Request, tag="context"):
                                                  "characters a token, Hangul/Han/Kana 1.3 tokens a character) "
                                                  "or bytes") = "tokens"
     scope: _described(Scope, "warm: never the archive (COLD notes); all: the archive too") = "warm"
+    hot: _described(bool, "Begin with the HOT notes' openings (false: only what answers the query, for an "
+                          "agent that has them already)") = True
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
                                                   "generation") = None
 

@@ -435,7 +435,8 @@ class Server:
                                     lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
             case protocol.Context():
                 return self._waited(req.after_generation,
-                                    lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show))
+                                    lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show,
+                                                      with_hot=req.hot))
             case protocol.Changes():
                 return v.changes(req.since)
             case protocol.Split():

@@ -597,10 +597,11 @@ class Vault:
                 "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
     def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8,
-                show: Callable[[str], str] | None = None) -> dict:
+                show: Callable[[str], str] | None = None, with_hot: bool = True) -> dict:
         """The HOT notes' first lines and the best sections of the top hits for `q`, filling
         but never exceeding `budget` (see context.py), each item with its line range. With
-        no words in `q`, the HOT notes may fill all of the budget. Each item's path is as
+        no words in `q`, the HOT notes may fill all of the budget; with `with_hot` False, they
+        are left out. Each item's path is as
         `show` gives it (paths.shown), and its header is counted so. Context is an agent's
         retrieval: the notes it gives are counted apart from a person's reads."""
         show = show or (lambda rel: rel)
@@ -642,7 +643,7 @@ class Vault:
             return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
                                  "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
 
-        hot_items = hot(self.notes, self.state.state, self.config.tiers)
+        hot_items = hot(self.notes, self.state.state, self.config.tiers) if with_hot else []
         hot_budget = budget // 4 if q.strip() else budget
         for h in hot_items:  # the working set first, within a quarter of the budget
             if used >= hot_budget:

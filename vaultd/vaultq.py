@@ -1,7 +1,10 @@
 """`vaultq`: ask a running vaultd. Standard library only on this path, so it starts fast.
 
 Exit codes: 0 results, 1 no result (as grep), 2 bad usage or bad request,
-3 daemon unreachable.
+3 daemon unreachable, 4 the first index is still being built (the answer is of the
+notes read so far). Paths are shown relative to the current folder inside the vault,
+absolute outside it (the daemon shows them so: see protocol.Request.paths); --json
+keeps them relative to the vault.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
 from .render import context_item
 
-EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INDEXING = 0, 1, 2, 3, 4
 
 
 COMMANDS = ("status", "search", "context", "changes", "backlinks", "links", "graph", "broken", "orphans", "tags",
-            "split", "read", "pin", "unpin", "pins", "hot", "recent")
+            "split", "read", "pin", "unpin", "pins", "hot", "recent", "hook")
 
 
 class _Skipped:
@@ -135,6 +138,13 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     s.add_argument("--days", type=_days, default=7.0, help="how many days back (default 7)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
+
+    s = add("hook", help="for an agent's hooks (Claude Code): read its JSON on stdin, print what it should see")
+    s.add_argument("event", choices=("session-start", "prompt"),
+                   help="session-start: the HOT notes' openings and recent changes; prompt: context for the prompt")
+    s.add_argument("--budget", type=int, help="at most this much output (default: 1500 at session start, 1000 "
+                                              "for a prompt)")
+    s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
     return p
 
 
@@ -212,34 +222,12 @@ def _lines(spec: str | None) -> list[int] | None:
     return [int(a), int(b) if sep else int(a)]
 
 
-def _socket(args) -> str:
-    from pathlib import Path
-
-    from .paths import default_socket, find_socket  # only when no socket is given
-
+def _socket(args, cwd: str | None = None) -> str:
     if args.socket:
         return args.socket
-    if os.environ.get("VAULTD_SOCKET"):
-        return os.environ["VAULTD_SOCKET"]
-    if args.vault:
-        return str(default_socket(Path(args.vault).expanduser().resolve()))
-    found, seen = find_socket(Path.cwd())
-    if found:
-        return str(found)
-    if seen:
-        raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
-                                f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "
-                                + "\n  ".join(map(str, seen)))
-    raise DaemonUnavailable(str(default_socket(Path.cwd())), "no vaultd is running")
+    from .paths import pick_socket  # only when no socket is given
 
-
-def _display_path(vault: str, rel: str) -> str:
-    """Relative to the current folder when that is inside the vault, else absolute."""
-    full = os.path.join(vault, rel)
-    cwd = os.getcwd()
-    if cwd == vault or cwd.startswith(vault.rstrip("/") + "/"):
-        return os.path.relpath(full, cwd)
-    return full
+    return pick_socket(None, args.vault, cwd)
 
 
 def _color() -> bool:
@@ -261,7 +249,7 @@ def print_search(res: dict, fmt: str) -> None:
     w = sys.stdout.write
     color = _color()
     for hit in res["hits"]:
-        path = _display_path(res["vault"], hit["path"])
+        path = hit["path"]
         if fmt == "paths":
             w(path + "\n")
         elif fmt == "vimgrep":
@@ -285,6 +273,8 @@ def print_status(st: dict) -> None:
               "version", "uptime_s"):
         if k in st:
             print(f"{k + ':':<12}{st[k]}")
+    if st.get("indexing"):
+        print(f"{'indexing:':<12}the first index is being built: {_progress(st)}")
     # what is wrong, or not this daemon's to do: said only when so
     if (w := st.get("watch")) and not w.get("ok", True):
         print(f"{'watch:':<12}DEGRADED: {w.get('problem')}")
@@ -309,17 +299,17 @@ def _byte_col(text: str, col: int) -> int:
     return len(text[: col - 1].encode()) + 1
 
 
-def print_links(res: dict, items: list[dict], fmt: str, vault: str, mode: str) -> None:
+def print_links(res: dict, items: list[dict], fmt: str, mode: str) -> None:
     """backlinks, links and broken: one line per link."""
     w = sys.stdout.write
     if fmt == "paths":
-        seen = dict.fromkeys(_display_path(vault, it["path"] if mode != "links" else it["resolved"] or "")
+        seen = dict.fromkeys(it["path"] if mode != "links" else it["resolved"]
                              for it in items if mode != "links" or it.get("resolved"))
         for p in seen:
             w(p + "\n")
         return
     for it in items:
-        src = _display_path(vault, it.get("path", res.get("note", "")))
+        src = it.get("path", res.get("note", ""))
         if fmt == "vimgrep":
             text = it.get("text", it["raw"])
             col = it.get("byte_col") or (_byte_col(text, it["col"]) if "text" in it else 1)
@@ -338,7 +328,7 @@ def _dot(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def print_graph(res: dict, fmt: str, vault: str) -> None:
+def print_graph(res: dict, fmt: str) -> None:
     if fmt == "dot":
         titles = {n["path"]: n["title"] for n in res["nodes"]}
         print("digraph vault {")
@@ -351,7 +341,7 @@ def print_graph(res: dict, fmt: str, vault: str) -> None:
         print("}")
         return
     for n in res["nodes"]:
-        p = _display_path(vault, n["path"])
+        p = n["path"]
         print(p if fmt == "paths" else f"{p}  {n['title']}")
     if fmt == "human":
         for a, b in res["edges"]:
@@ -364,8 +354,48 @@ def _behind(res: dict, wanted: int | None) -> None:
               "this answer may miss the latest changes", file=sys.stderr)
 
 
-def _run(c: Client, args) -> int:
+class _Asker:
+    """The daemon as vaultq asks it: every request with the paths shown from `paths` (the
+    current folder; left out for --json, whose paths stay relative to the vault), and as an
+    agent's when `agent`. Remembers an answer that said the first index is still being built."""
+
+    def __init__(self, client: Client, paths: str | None, agent: bool = False):
+        self.client = client
+        self.extra = {"paths": paths} if paths else {}
+        if agent:
+            self.extra["agent"] = True
+        self.indexing: dict | None = None
+
+    def request(self, op: str, **args):
+        res = self.client.request(op, **self.extra, **args)
+        if isinstance(res, dict) and res.get("indexing"):
+            self.indexing = res
+        return res
+
+
+def _cwd() -> str:
+    """Where vaultq runs, to show paths from (a folder since deleted: absolute paths)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return "absolute"
+
+
+def _progress(res: dict) -> str:
+    p = res.get("progress") or {}
+    return "listing the vault's files" if p.get("total") is None else f"{p.get('done')} of {p['total']} files read"
+
+
+def _agent() -> bool:
+    """Whether an agent runs vaultq (its reads are then counted apart from a person's): set
+    VAULTD_AGENT=1, or Claude Code's shell (CLAUDECODE=1)."""
+    return os.environ.get("VAULTD_AGENT", os.environ.get("CLAUDECODE", "")) not in ("", "0")
+
+
+def _run(c: _Asker, args) -> int:
     cmd = args.command
+    if cmd == "hook":
+        return _hook(c, args)
     if cmd == "status":
         st = c.request("status")
         print(json.dumps(st, ensure_ascii=False, indent=2)) if args.json else print_status(st)
@@ -374,15 +404,14 @@ def _run(c: Client, args) -> int:
         if args.limit < 1:
             print("vaultq: --limit must be at least 1", file=sys.stderr)
             return EXIT_USAGE
-        q = " ".join(args.query)
-        for op, vals in (("tag", args.tag), ("path", args.path), ("after", [args.after] if args.after else []),
-                         ("before", [args.before] if args.before else [])):
-            q += "".join(f' {op}:"{v}"' if " " in v else f" {op}:{v}" for v in vals)
-        # a list of paths needs no snippets, which cost most of a search (sent only then: a
-        # daemon older than the option refuses it)
-        bare = {"snippets": False} if args.format == "paths" and not args.json else {}
-        res = c.request("search", q=q, limit=args.limit, scope="all" if args.all else "auto",
-                        after_generation=args.after_generation, **bare)
+        # filters, and no snippets for a list of paths (they cost most of a search), sent
+        # only when asked for: the quick path's request stays the bare one
+        extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
+                                   ("before", args.before)) if v}
+        if args.format == "paths" and not args.json:
+            extra["snippets"] = False
+        res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
+                        after_generation=args.after_generation, **extra)
         _behind(res, args.after_generation)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
         return EXIT_OK if res["hits"] else EXIT_NONE
@@ -493,7 +522,6 @@ def _run(c: Client, args) -> int:
             extra = f"  ({', '.join(it['why'])})" if "why" in it else ""
             print(it["path"] if args.format == "paths" else f"{it['path']}  {it['title']}{extra}")
         return EXIT_OK if items else EXIT_NONE
-    vault = c.request("status")["vault"] if not args.json else ""
     if cmd in ("backlinks", "links"):
         res = c.request(cmd, note=args.note)
         items = res[cmd]
@@ -502,7 +530,7 @@ def _run(c: Client, args) -> int:
             print("vaultq: --depth must be 1 to 5", file=sys.stderr)
             return EXIT_USAGE
         res = c.request("graph", note=args.note, depth=args.depth)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format, vault)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
         return EXIT_OK
     else:
         res = c.request(cmd)
@@ -515,11 +543,90 @@ def _run(c: Client, args) -> int:
             print(f"{t['count']:>6}  {t['tag']}" + (f"   with {rel}" if rel else ""))
     elif cmd == "orphans":
         for n in items:
-            p = _display_path(vault, n["path"])
+            p = n["path"]
             print(p if args.format != "human" else f"{p}  {n['title']}")
     else:
-        print_links(res, items, args.format, vault, cmd)
+        print_links(res, items, args.format, cmd)
     return EXIT_OK if items else EXIT_NONE
+
+
+HOOK_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}
+"""`vaultq hook EVENT`: the Claude Code hook event each reads the input of."""
+HOOK_BUDGET = {"session-start": 1500, "prompt": 1000}
+"""Default budgets, in tokens: well under the 10,000 characters Claude Code takes whole."""
+MAX_PROMPT = 2000
+"""Characters of a prompt searched for (a pasted log is not a query)."""
+
+
+def _hook_input(event: str) -> dict:
+    """The JSON an agent's hook gets on standard input (Claude Code: session_id, cwd,
+    hook_event_name, and the prompt for UserPromptSubmit); ValueError saying what is wrong."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValueError("reads the hook's JSON on standard input (as Claude Code sends it); none was given")
+    raw = sys.stdin.read()
+    try:
+        data = json.loads(raw)
+    except ValueError as e:
+        raise ValueError(f"standard input is not JSON ({e}): expected the hook's input, as Claude Code sends it") \
+            from None
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object on standard input (the hook's input)")
+    want = HOOK_EVENTS[event]
+    if data.get("hook_event_name") not in (None, want):
+        raise ValueError(f"this is the input of a {data['hook_event_name']} hook: `vaultq hook {event}` is for {want}")
+    if event == "prompt" and not isinstance(data.get("prompt"), str):
+        raise ValueError('the hook\'s input has no "prompt" (UserPromptSubmit sends it)')
+    return data
+
+
+def _hook(c: _Asker, args) -> int:
+    """What the agent should see, within the budget: at session start the HOT notes' openings
+    and the notes changed lately; for a prompt, `context` for it (nothing when nothing fits
+    or matches: that is no failure)."""
+    from .render import cost
+
+    budget = args.budget if args.budget is not None else HOOK_BUDGET[args.event]
+    if budget < 100:
+        raise ValueError("--budget must be at least 100")
+    out: list[str] = []
+    used = 0
+
+    def put(text: str) -> bool:
+        nonlocal used
+        c_ = cost(text, args.unit)
+        if used + c_ > budget:
+            return False
+        out.append(text)
+        used += c_
+        return True
+
+    if args.event == "prompt":
+        q = args.hook_input["prompt"].strip()[:MAX_PROMPT]
+        head = "# vaultd: from the notes vault, for this prompt (path:first-last; more: vaultq read PATH --lines A:B)\n"
+        if q:
+            # no HOT openings: the session start gave them
+            items = c.request("context", q=q, budget=budget - cost(head, args.unit), unit=args.unit,
+                              hot=False)["items"]
+            if items:
+                put(head)
+                for it in items:  # counted by the daemon with these very paths: they fit
+                    out.append(context_item(it))
+    else:
+        vault = c.request("ping")["vault"]
+        put(f"# vaultd: the working set of the notes vault {vault} (HOT notes' openings, then notes changed "
+            "lately; more: the vaultd MCP tools, or vaultq search/context/read)\n")
+        shown = set()
+        items = c.request("context", q="", budget=(budget - used) * 3 // 4, unit=args.unit)["items"]
+        for it in items:
+            if put(context_item(it)):
+                shown.add(it["path"])
+        recent = [it for it in c.request("recent", days=7.0)["recent"] if it["path"] not in shown]
+        if recent and put("# Changed in the last 7 days:\n"):
+            for it in recent:
+                if not put(f"{it['path']}  {it['title']}\n"):
+                    break
+    sys.stdout.write("".join(out))
+    return EXIT_OK
 
 
 def _quick(argv: list[str]) -> dict | None:
@@ -568,17 +675,49 @@ def main(argv: list[str] | None = None) -> int:
         args = SimpleNamespace(**quick)
     else:
         args = _parse(argv)
+    hook = args.command == "hook"
+    me = f"vaultq hook {args.event}" if hook else "vaultq"
+    cwd = _cwd()
+    if hook:
+        try:
+            args.hook_input = _hook_input(args.event)
+        except ValueError as e:
+            print(f"{me}: {e}", file=sys.stderr)
+            return EXIT_NONE  # never 2, which Claude Code takes as "block this prompt"
+        if isinstance(args.hook_input.get("cwd"), str) and os.path.isabs(args.hook_input["cwd"]):
+            cwd = args.hook_input["cwd"]  # the agent's folder: paths are shown as from there
+    code = _ask(args, cwd, me)
+    return EXIT_NONE if hook and code == EXIT_USAGE else code
+
+
+def _ask(args, cwd: str, me: str) -> int:
+    hook = args.command == "hook"
     try:
         # a split of every proposal, or its undo, may take minutes on a big vault: wait for it
-        with Client(_socket(args), timeout=None if getattr(args, "cmd", None) == "split" else 30.0) as c:
-            return _run(c, args)
+        with Client(_socket(args, None if cwd == "absolute" else cwd),
+                    timeout=None if args.command == "split" else 30.0) as c:
+            asker = _Asker(c, None if getattr(args, "json", False) else cwd, agent=hook or _agent())
+            code = _run(asker, args)
+        if asker.indexing is not None:
+            print(f"{me}: vaultd is still building its first index of this vault ({_progress(asker.indexing)}): "
+                  "this answer holds only the notes read so far; try again in a moment", file=sys.stderr)
+            return EXIT_INDEXING
+        return code
     except DaemonUnavailable as e:
-        print(f"vaultq: {e}", file=sys.stderr)
+        print(f"{me}: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except RequestFailed as e:
-        print(f"vaultq: {e.message}" if e.code in ("not_found", "ambiguous") else f"vaultq: {e.code}: {e.message}",
+        if e.code == "indexing":
+            print(f"{me}: {e.message}", file=sys.stderr)
+            return EXIT_INDEXING
+        if e.code == "bad_request" and "unknown field" in e.message:
+            e.message += " (is the running vaultd older than this vaultq? restart it)"
+        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous") else f"{me}: {e.code}: {e.message}",
               file=sys.stderr)
         return EXIT_NONE if e.code == "not_found" else EXIT_USAGE
+    except ValueError as e:  # a hook's bad option
+        print(f"{me}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
 
