@@ -167,6 +167,22 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     sys.exit(0 if ok else 1)
 
 
+@cli.command("mcp")
+@click.option("--socket", help="The daemon's socket (default: $VAULTD_SOCKET, else the daemon of --vault, of the "
+                               "vault around the current folder, or the only one running).")
+@click.option("--vault", type=click.Path(file_okay=False), help="Use the daemon of this vault.")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
+              help="Log verbosity (to stderr; stdout is the protocol).")
+def mcp_server(socket, vault, log_level):
+    """Serve the running daemon's operations to an agent: an MCP server on stdin/stdout
+    (tools search, context, read, backlinks, links, hot, recent, changes, pin, unpin, status;
+    notes as file:// resources). Start the daemon itself with `vaultd run`."""
+    setup_logging(log_level)
+    from .mcp import run as serve
+
+    serve(socket, vault)
+
+
 @cli.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the Note as JSON.")

@@ -1,0 +1,349 @@
+"""`vaultd mcp`: an MCP server on stdin/stdout over the running daemon's operations, for agents.
+
+A face like vaultq, built on the official MCP SDK's low-level server. Each tool is an
+operation of the protocol (TOOLS names which): its input schema is its request type's
+(`msgspec.json.schema`, less the envelope fields the face sets itself), its arguments are
+checked by decoding them into that type, and its answer is the daemon's own, asked with
+`paths: "absolute"` and `agent: true`: the same data as structured content, and as text
+that cites every line as `path:line`. So an operation added to the protocol becomes a tool
+by adding its name to TOOLS (a text form in TEXT reads better than the JSON fallback).
+
+The daemon is found as vaultq finds it (--socket, $VAULTD_SOCKET, --vault, the vault
+around the current folder, the only one running), afresh at each call: when it is down a
+tool answers an error that says how to start it, and works again once it runs. Notes are
+resources too: `file://` URIs of their absolute paths (the HOT and recent notes listed,
+any note read through the template).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+from functools import cache
+from urllib.parse import unquote, urlsplit
+
+import anyio
+import mcp_types as types
+import msgspec
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from . import __version__, protocol
+from .client import Client, RequestFailed
+from .errors import DaemonUnavailable, explain_validation
+from .paths import pick_socket
+from .render import context_item
+
+logger = logging.getLogger("vaultd.mcp")
+
+TOOLS = ("search", "context", "read", "backlinks", "links", "hot", "recent", "changes", "pin", "unpin", "status")
+"""The operations an agent gets as tools, by name (split, which rewrites notes, is not one)."""
+
+WRITES = frozenset(("pin", "unpin"))
+"""Tools that change something (the state file's pins; never a note)."""
+
+RENAMED = {"q": "query"}
+"""Request fields whose name in a tool's arguments says more to a model."""
+
+INSTRUCTIONS = """\
+vaultd indexes the user's notes vault (Markdown, Org, Denote, Obsidian) and answers in milliseconds.
+Use `context` to load what the notes say about a topic within a token budget, `search` to find notes
+(ranked, with their best lines), `read` for a note's exact lines or one section, `backlinks`/`links`
+to follow the link graph, `hot` and `recent` for what the user works on now, and `changes` to see
+what changed since an earlier answer's generation. Every path is absolute and every cited line is
+path:line, so you can open the file itself. Reading here never changes a note."""
+
+REQUEST_TYPES = {r.__struct_config__.tag: r for r in protocol.REQUESTS}
+
+
+class BadArguments(ValueError):
+    """A tool's arguments that its request type does not accept."""
+
+
+@cache
+def input_schema(op: str) -> dict:
+    """The JSON schema of `op`'s arguments: its request type's, less the envelope (the face
+    sets `paths` and `agent`; `v`, `id` and `op` are the wire's), fields renamed as RENAMED."""
+    rtype = REQUEST_TYPES[op]
+    full = msgspec.json.schema(rtype)
+    defs = dict(full.get("$defs", {}))
+    own = defs.pop(rtype.__name__)
+    props = {RENAMED.get(k, k): v for k, v in own["properties"].items() if k not in protocol.ENVELOPE}
+    required = [RENAMED.get(k, k) for k in own.get("required", ()) if k not in protocol.ENVELOPE]
+    schema: dict = {"type": "object", "properties": props, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+@cache
+def description(op: str) -> str:
+    """What the tool does: its request type's docstring."""
+    return msgspec.json.schema(REQUEST_TYPES[op])["$defs"][REQUEST_TYPES[op].__name__].get("description", op)
+
+
+def tools() -> list[types.Tool]:
+    return [
+        types.Tool(
+            name=op,
+            description=description(op),
+            input_schema=input_schema(op),
+            annotations=types.ToolAnnotations(read_only_hint=op not in WRITES, destructive_hint=False,
+                                              idempotent_hint=True, open_world_hint=False),
+        )
+        for op in TOOLS
+    ]
+
+
+def request_args(op: str, arguments: dict | None) -> dict:
+    """The daemon's arguments for tool `op` called with `arguments`, checked against the
+    request type (BadArguments says what is wrong, in the tool's own names)."""
+    back = {v: k for k, v in RENAMED.items()}
+    for k in arguments or ():
+        if k in protocol.ENVELOPE or k in RENAMED:  # the face's to set, or known by its tool name only
+            raise BadArguments(f"unknown argument {k!r}")
+    args = {back.get(k, k): v for k, v in (arguments or {}).items()}
+    try:
+        req = msgspec.convert(args, type=REQUEST_TYPES[op])
+    except msgspec.ValidationError as e:
+        msg = explain_validation(str(e)).replace("`", "")
+        for old, new in RENAMED.items():
+            msg = msg.replace(f"field {old}", f"field {new}")
+            if msg.startswith(f"{old}:"):
+                msg = new + msg[len(old):]
+        raise BadArguments(msg) from None
+    given = {f: getattr(req, f) for f in req.__struct_fields__ if f not in protocol.ENVELOPE}
+    return {**msgspec.to_builtins(given), "paths": "absolute", "agent": True}
+
+
+class Daemon:
+    """The running vaultd, asked one request per connection (it may be restarted between calls)."""
+
+    def __init__(self, socket: str | None = None, vault: str | None = None):
+        self.socket, self.vault = socket, vault
+
+    def ask(self, op: str, args: dict) -> dict:
+        """The daemon's answer; DaemonUnavailable or RequestFailed."""
+        with Client(pick_socket(self.socket, self.vault), timeout=60.0) as c:
+            return c.request(op, **args)
+
+    async def ask_async(self, op: str, args: dict) -> dict:
+        return await anyio.to_thread.run_sync(self.ask, op, args)
+
+
+def _indexing_words(res: dict) -> str:
+    p = res.get("progress") or {}
+    far = "listing the vault's files" if p.get("total") is None else f"{p.get('done')} of {p['total']} files read"
+    return (f"Note: vaultd is still building its first index of this vault ({far}): this answer holds only "
+            "the notes read so far. Ask again in a moment.\n\n")
+
+
+# -- text forms: what a model reads; every line a note gives cites path:line ----------
+
+
+def _search(res: dict) -> str:
+    out = []
+    for hit in res["hits"]:
+        tags = f"  [{', '.join(hit['tags'])}]" if hit["tags"] else ""
+        out.append(f"{hit['path']}  {hit['title']}{tags}")
+        out += [f"{hit['path']}:{s['line']}: {s['text']}" for s in hit["snippets"] or ()]
+        out.append("")
+    if not res["hits"]:
+        return f"No note matches {res['query']!r}."
+    out.append(f"{len(res['hits'])} of {res['total']} notes (generation {res['generation']})")
+    return "\n".join(out)
+
+
+def _context(res: dict) -> str:
+    if not res["items"]:
+        return f"Nothing in the vault answers {res['query']!r} within {res['budget']} {res['unit']}."
+    return "".join(context_item(it) for it in res["items"]) + \
+        f"({res['used']} of {res['budget']} {res['unit']}; generation {res['generation']})"
+
+
+def _read(res: dict) -> str:
+    cut = (f"\n(the file is over the size cap: only its first {res['total_lines']} lines were read)"
+           if res.get("truncated") else "")
+    return f"## {res['path']}:{res['first']}-{res['last']} {res['title']}\n{res['text']}{cut}"
+
+
+def _where(link: dict) -> str:
+    if link.get("broken"):
+        return f"BROKEN ({link['broken']})"
+    if link.get("resolved"):
+        return link["resolved"] + (f":{link['resolved_line']}" if link.get("resolved_line") else "")
+    return link["kind"]
+
+
+def _backlinks(res: dict) -> str:
+    head = f"{len(res['backlinks'])} links into {res['note']} ({res['title']})"
+    return "\n".join([head] + [f"{b['path']}:{b['line']}:{b['col']}: {b.get('text', b['raw']).strip()}"
+                               for b in res["backlinks"]])
+
+
+def _links(res: dict) -> str:
+    head = f"{len(res['links'])} links out of {res['note']} ({res['title']})"
+    return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['col']}: {ln['raw']} -> {_where(ln)}"
+                               for ln in res["links"]])
+
+
+def _listing(key: str, empty: str):
+    def text(res: dict) -> str:
+        lines = []
+        for it in res[key]:
+            if "why" in it:
+                extra = f"  ({', '.join(it['why'])})"
+            elif "mtime" in it:
+                extra = f"  (changed {datetime.datetime.fromtimestamp(it['mtime']):%Y-%m-%d %H:%M})"
+            else:
+                extra = ""
+            lines.append(f"{it['path']}  {it['title']}{extra}")
+        return "\n".join(lines) or empty
+    return text
+
+
+def _changes(res: dict) -> str:
+    out = [f"generation {res['since']} is older than this daemon remembers: every note may have changed"] \
+        if res["reset"] else []
+    for key, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
+        out += [f"{mark} {p}" for p in res[key]]
+    out += [f"R {old} -> {new}" for old, new in res["moved"]]
+    out.append(f"now at generation {res['generation']}")
+    return "\n".join(out)
+
+
+def _pin(res: dict) -> str:
+    done = "pinned" if res["pinned"] else "unpinned"
+    return f"{done} {res['path']}" if res["changed"] else f"{res['path']} was already {done}"
+
+
+def _status(res: dict) -> str:
+    keys = ("vault", "notes", "links", "broken", "pending", "generation", "indexing", "graph", "writer", "last_error",
+            "version", "pid", "socket", "uptime_s")
+    return "\n".join(f"{k}: {res[k]}" for k in keys if k in res)
+
+
+TEXT = {"search": _search, "context": _context, "read": _read, "backlinks": _backlinks, "links": _links,
+        "hot": _listing("hot", "Nothing is HOT."), "recent": _listing("recent", "No note changed in that time."),
+        "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status}
+"""Each tool's answer as text; any other operation's reads as its JSON."""
+
+
+def text_of(op: str, res: dict) -> str:
+    form = TEXT.get(op)
+    text = form(res) if form else json.dumps(res, ensure_ascii=False, indent=1)
+    return _indexing_words(res) + text if res.get("indexing") else text
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+async def call(daemon: Daemon, op: str, arguments: dict | None) -> types.CallToolResult:
+    """Tool `op` called: the daemon's answer as text and as structured content, or an error a
+    model can act on (bad arguments, no such note, the daemon down and how to start it)."""
+    if op not in TOOLS:
+        return _error(f"unknown tool {op!r}: the tools are {', '.join(TOOLS)}")
+    try:
+        args = request_args(op, arguments)
+    except BadArguments as e:
+        return _error(f"bad arguments for {op}: {e}")
+    try:
+        res = await daemon.ask_async(op, args)
+    except DaemonUnavailable as e:
+        return _error(str(e))
+    except RequestFailed as e:
+        return _error(e.message if e.code in ("not_found", "ambiguous", "indexing") else f"{e.code}: {e.message}")
+    return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=res)
+
+
+# -- resources: notes as file:// URIs ---------------------------------------------------
+
+MIME = {".md": "text/markdown", ".org": "text/x-org"}
+
+
+def _uri(path: str) -> str:
+    from pathlib import PurePosixPath
+
+    return PurePosixPath(path).as_uri()
+
+
+def _mime(path: str) -> str:
+    return MIME.get(os.path.splitext(path)[1], "text/plain")
+
+
+async def list_resources(daemon: Daemon) -> types.ListResourcesResult:
+    """The working set: the HOT notes and those changed in the last week."""
+    try:
+        hot = (await daemon.ask_async("hot", {"paths": "absolute", "agent": True}))["hot"]
+        recent = (await daemon.ask_async("recent", {"paths": "absolute", "agent": True}))["recent"]
+    except (DaemonUnavailable, RequestFailed) as e:
+        raise MCPError(types.INTERNAL_ERROR, str(e)) from None
+    seen: dict[str, types.Resource] = {}
+    for it, why in [(h, "HOT: " + ", ".join(h["why"])) for h in hot] + [(r, "changed lately") for r in recent]:
+        if it["path"] not in seen:
+            seen[it["path"]] = types.Resource(uri=_uri(it["path"]), name=it["path"], title=it["title"],
+                                              description=why, mime_type=_mime(it["path"]))
+    return types.ListResourcesResult(resources=list(seen.values()))
+
+
+TEMPLATE = types.ResourceTemplate(uri_template="file://{+path}", name="note",
+                                  description="Any note of the vault, by its absolute path")
+
+
+async def read_resource(daemon: Daemon, uri: str) -> types.ReadResourceResult:
+    parts = urlsplit(uri)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+        raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}: notes are file:// URIs of absolute paths")
+    try:
+        res = await daemon.ask_async("read", {"note": unquote(parts.path), "paths": "absolute", "agent": True})
+    except DaemonUnavailable as e:
+        raise MCPError(types.INTERNAL_ERROR, str(e)) from None
+    except RequestFailed as e:
+        raise MCPError(types.INVALID_PARAMS, e.message, {"uri": uri}) from None
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, text=res["text"], mime_type=_mime(res["path"]))])
+
+
+# -- the server --------------------------------------------------------------------------
+
+
+def build(socket: str | None = None, vault: str | None = None) -> Server:
+    """The MCP server over the daemon found by `socket`/`vault` (see pick_socket)."""
+    daemon = Daemon(socket, vault)
+
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools())
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call(daemon, params.name, params.arguments)
+
+    async def on_list_resources(ctx, params) -> types.ListResourcesResult:
+        return await list_resources(daemon)
+
+    async def on_list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=[TEMPLATE])
+
+    async def on_read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await read_resource(daemon, params.uri)
+
+    return Server("vaultd", version=__version__, instructions=INSTRUCTIONS,
+                  get_tool_input_schema=lambda name: input_schema(name) if name in TOOLS else None,
+                  on_list_tools=on_list_tools, on_call_tool=on_call_tool, on_list_resources=on_list_resources,
+                  on_list_resource_templates=on_list_resource_templates, on_read_resource=on_read_resource)
+
+
+def run(socket: str | None = None, vault: str | None = None) -> None:
+    """Serve MCP on stdin/stdout until the client closes it."""
+    server = build(socket, vault)
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(serve)
