@@ -127,3 +127,36 @@ def test_every_command_shows_absolute_paths_outside_the_vault(daemon, project):
             assert os.path.isabs(p) and os.path.isfile(p), (what, p)
     inside = vaultq("--socket", sock, "hot", "--format", "paths", cwd=daemon.vault / "journal").stdout.splitlines()
     assert "../notes/Deep work.md" in inside, "relative to where you are, inside the vault"
+
+
+PLUGIN = Path(__file__).parent.parent / "integrations" / "claude-code"
+
+
+def test_the_claude_code_plugin_runs_as_configured(daemon, project):
+    """The plugin's hooks and MCP server, run as its config files say, with the daemon named
+    by VAULTD_SOCKET and the venv's commands on PATH."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    assert json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())["name"] == "vaultd"
+    env = {"VAULTD_SOCKET": str(daemon.socket), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "boredom"})):
+        (entry,) = hooks[event]
+        for h in entry["hooks"]:
+            r = subprocess.run(h["command"], shell=True, capture_output=True, text=True, timeout=h["timeout"],
+                               cwd=project, input=hook_input(event, project, **extra), env={**os.environ, **env})
+            assert r.returncode == 0 and r.stderr == "" and _cited(r.stdout), (event, r.stderr)
+    (server,) = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"].values()
+
+    async def tools():
+        params = StdioServerParameters(command=server["command"], args=server["args"], cwd=str(project),
+                                       env={**env, "PYTHONPATH": os.pathsep.join(sys.path)})
+        async with Client(params, read_timeout_seconds=60) as c:
+            return [t.name for t in (await c.list_tools()).tools], await c.call_tool("search", {"query": "boredom"})
+
+    names, hit = asyncio.run(tools())
+    assert "search" in names and not hit.is_error
+    assert hit.structured_content["hits"][0]["path"] == str(daemon.vault / "notes" / "Deep work.md")

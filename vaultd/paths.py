@@ -23,12 +23,21 @@ def xdg_dir(var: str, fallback: str) -> Path:
     return Path(val) if val and os.path.isabs(val) else Path.home() / fallback
 
 
+SESSION_RUNTIME = "/run/user/{uid}"
+"""Where systemd-logind keeps the user's runtime folder, the XDG_RUNTIME_DIR of a login."""
+
+
 def runtime_dir() -> Path:
-    """$XDG_RUNTIME_DIR/vaultd, else a private 0700 folder of the user's under the temp dir
-    (where XDG_RUNTIME_DIR is unset, as under CI or cron)."""
+    """$XDG_RUNTIME_DIR/vaultd; where that is unset, the user's login runtime folder when
+    there is one (an MCP client starts `vaultd mcp` with a trimmed environment, while the
+    systemd unit's daemon has the variable: both end up in the same folder), else a private
+    0700 folder of the user's under the temp dir (CI, cron, no login session)."""
     base = os.environ.get("XDG_RUNTIME_DIR")
     if base and os.path.isabs(base):
         return Path(base) / "vaultd"
+    session = Path(SESSION_RUNTIME.format(uid=os.getuid()))
+    if session.is_dir() and os.access(session, os.W_OK | os.X_OK):
+        return session / "vaultd"
     return Path(os.environ.get("TMPDIR") or "/tmp") / f"vaultd-{os.getuid()}"
 
 
