@@ -127,6 +127,12 @@ def test_every_command_shows_absolute_paths_outside_the_vault(daemon, project):
             assert os.path.isabs(p) and os.path.isfile(p), (what, p)
     inside = vaultq("--socket", sock, "hot", "--format", "paths", cwd=daemon.vault / "journal").stdout.splitlines()
     assert "../notes/Deep work.md" in inside, "relative to where you are, inside the vault"
+    # run by Claude Code (CLAUDECODE=1 in its shell), vaultq reads as an agent: not counted towards HOT
+    assert vaultq("--socket", sock, "read", "Deep work", cwd=project,
+                  env={"CLAUDECODE": "1"}).returncode == 0
+    assert not any("read" in w for h in daemon.request("hot")["hot"] for w in h["why"])
+    vaultq("--socket", sock, "read", "Deep work", cwd=project)  # a person's read counts
+    assert "read 1 times" in {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}["notes/Deep work.md"]
 
 
 PLUGIN = Path(__file__).parent.parent / "integrations" / "claude-code"
