@@ -33,6 +33,12 @@ from .watcher import RESCAN, Debouncer, Watcher
 
 logger = logging.getLogger("vaultd.server")
 
+MANY_FOLDERS = 32
+"""Folders in one batch past which the vault is scanned once instead of each folder walked:
+a tree made while vaultd runs reports each of its folders, level by level over many
+batches, and a walk of each one's subtree costs the square of its depth (1,100 levels:
+minutes, every edit meanwhile waiting)."""
+
 MAX_CLIENTS = 64
 """Connections served at once; more are answered `busy` and closed (each holds a thread
 and up to a request line, 1 MiB, of memory)."""
@@ -265,6 +271,9 @@ class Server:
                 rescan = True
             if self.rescan.is_set():  # the watcher's: periodic, or for what it could not see
                 self.rescan.clear()
+                rescan = True
+            if sum(p.endswith("/") for p in batch) > MANY_FOLDERS:  # a tree made or moved in
+                batch = [p for p in batch if not p.endswith("/")]
                 rescan = True
             if self.failed:
                 batch, self.failed = list(dict.fromkeys(self.failed + batch)), []

@@ -19,6 +19,7 @@ import stat
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -29,6 +30,26 @@ from watchdog.observers import Observer
 from .filters import NoteFilter
 
 logger = logging.getLogger("vaultd.watcher")
+
+
+def _quiet_rewatch() -> None:
+    """watchdog 7 warns each time it adds a watch a folder already has, which a deep tree
+    made while vaultd runs does once per folder per level above it (600,000 times for
+    1,100 levels). Each warning formats a bound method, `watch.short_str` (not a property),
+    which reprs the Watch, its callbacks and the objects they belong to: every watch, each
+    time. Its reader thread spent minutes on it while no event was delivered (2.4 GB of
+    log). The warnings are ignored, and a Watch is shown by its descriptor."""
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
+    try:
+        from watchdog.observers import inotify_c
+    except ImportError:  # not Linux
+        return
+    watch = getattr(inotify_c, "Watch", None)
+    if watch is not None and "short_str" in vars(watch) and not isinstance(vars(watch)["short_str"], property):
+        watch.__repr__ = lambda self: f"<Watch wd={self.wd}>"
+
+
+_quiet_rewatch()
 
 RESCAN = ""
 """The pseudo-path a batch carries when the whole vault must be reconciled."""
@@ -332,8 +353,18 @@ class Watcher:
 
 
 def _stop(observer: Observer) -> None:
-    with suppress(Exception):
-        observer.stop()
+    """Stop watchdog, waiting at most a few seconds: its stop waits for a lock its reader
+    may hold for long (adding the watches of a deep tree just made), and a stop of vaultd
+    must not hang on it (its threads are daemons: they end with the process)."""
+    def stop() -> None:
+        with suppress(Exception):
+            observer.stop()
+    t = threading.Thread(target=stop, name="watchdog-stop", daemon=True)
+    t.start()
+    t.join(timeout=5)
+    if t.is_alive():
+        logger.warning("watchdog did not stop within 5 s; leaving it to end with vaultd")
+        return
     with suppress(RuntimeError):  # never started
         observer.join(timeout=5)
 
