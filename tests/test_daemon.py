@@ -477,6 +477,10 @@ def test_a_batch_that_fails_is_kept_and_retried_until_it_goes_through(daemon, tm
         assert wait_for(lambda: (st := daemon.status())["last_error"] and st["pending"] >= 5, timeout=10,
                         interval=0.05), "the failure is shown, and the edits are still pending"
         assert daemon.search_paths("quokkaword") == []
+        r = subprocess.run([sys.executable, "-m", "vaultd", "check", "--vault", str(vault), "--state-dir",
+                            str(tmp_path / "state"), "--socket", str(daemon.socket)], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 1 and "indexing:  failed (" in r.stdout, r.stdout  # never `ok` while it fails
     finally:
         _immutable(index, False)
     assert wait_for(lambda: len(daemon.search_paths("quokkaword")) == 5, timeout=20, interval=0.1), \
