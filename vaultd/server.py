@@ -262,6 +262,7 @@ class Server:
         rescan = True  # the first reconcile; again after lost events, or when one failed
         next_split = time.monotonic()
         delay, retry_at = 1.0, 0.0  # failed work is retried, waiting twice as long each time, up to a minute
+        flood = last_scan = 0.0  # until when folders flood in (see below); the last scan
         while not self.should_exit.is_set():
             batch = [] if rescan and retry_at == 0.0 else self.debouncer.take(self.should_exit)
             self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
@@ -272,15 +273,20 @@ class Server:
             if self.rescan.is_set():  # the watcher's: periodic, or for what it could not see
                 self.rescan.clear()
                 rescan = True
+            now = time.monotonic()
             if sum(p.endswith("/") for p in batch) > MANY_FOLDERS:  # a tree made or moved in
                 batch = [p for p in batch if not p.endswith("/")]
+                rescan, flood = True, now + 30
+            elif flood > now and now - last_scan >= 5:
+                # watchdog reports a tree's folders from one thread, every other change queued
+                # behind them (minutes for a deep tree): scanned meanwhile, so none waits on it
                 rescan = True
             if self.failed:
                 batch, self.failed = list(dict.fromkeys(self.failed + batch)), []
             ok = True
             if time.monotonic() >= retry_at:
                 if rescan:
-                    rescan = not (ok := self._guard(vault.reconcile))
+                    rescan, last_scan = not (ok := self._guard(vault.reconcile)), time.monotonic()
                 if ok and batch:
                     ok = self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
                     batch = [] if ok else batch
