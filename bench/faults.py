@@ -612,14 +612,14 @@ def disk_full(run: Run) -> None:
         d.start()
         st = run.settled(d, "first start on a 2 MiB state folder")
         filler = fs / "filler"
-        with open(filler, "wb") as f:  # whatever room is left
-            try:
+        try:
+            with open(filler, "wb") as f:  # whatever room is left (none: full already)
                 while True:
                     f.write(b"\0" * 65536)
                     f.flush()
-            except OSError as e:
-                if e.errno != errno.ENOSPC:
-                    raise
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
         run.out.facts[f"index {'fit' if st and not st.get('last_error') else 'did not fit'} in 2 MiB"] += 1
         stop = threading.Event()
         th = run.w.churn(stop, 40)
