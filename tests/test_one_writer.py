@@ -162,3 +162,25 @@ def test_two_real_daemons_one_writer(tmp_path, short_dir):
         a.stop()
     assert wait_for(lambda: b.status()["writer"] or None, timeout=15) is True  # it takes over
     b.stop()
+
+
+@pytest.mark.parametrize("what", ["symlink", "file"])
+def test_a_vaultd_folder_that_is_a_symlink_or_a_file_is_neither_written_nor_read(tmp_path, what):
+    outside = tmp_path / "outside"
+    (outside / "split").mkdir(parents=True)
+    planted = {"op": "20260101T000000-abcdef", "time": 1.0, "note": "notes/Big.md", "status": "undone", "files": []}
+    (outside / "split" / "20260101T000000-abcdef.json").write_text(__import__("json").dumps(planted))
+    v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
+    try:
+        if what == "symlink":
+            os.symlink(outside, v.root / ".vaultd")
+        else:
+            (v.root / ".vaultd").write_text("not a folder\n")
+        before = _tree(v.root)
+        assert v.split_history()["history"] == [], "another folder's journal says nothing here"
+        with pytest.raises(QueryError, match=r"\.vaultd is not a folder \(a symlink or a file\)"):
+            v.split_note("notes/Big.md")
+        assert _tree(v.root) == before
+        assert sorted(p.name for p in outside.rglob("*")) == ["20260101T000000-abcdef.json", "split"]
+    finally:
+        v.close()

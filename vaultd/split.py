@@ -29,6 +29,7 @@ import os
 import posixpath
 import re
 import signal
+import stat
 import time
 import urllib.parse
 import uuid
@@ -665,10 +666,32 @@ class Journal:
         name = f"{op}.json"
         return next((d / name for d in self.older if (d / name).exists()), self.dir / name)
 
+    def _dirs(self) -> list[Path]:
+        return ([self.dir] if self._readable() else []) + list(self.older)
+
+    def _ours(self, path: Path) -> bool:
+        """Whether `path` (.vaultd or .vaultd/split) is missing or a real folder of this
+        vault: a symlink put in its place would take the notes' text elsewhere, or hand
+        vaultd another journal's decisions."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return True
+        return stat.S_ISDIR(st.st_mode)
+
+    def _readable(self) -> bool:
+        ok = self._ours(self.dir.parent) and self._ours(self.dir)
+        if not ok:
+            logger.warning("%s is not a folder of the vault (a symlink or a file): its journal is not read", self.dir)
+        return ok
+
     def _make_dir(self) -> None:
-        """The journal's folder, private; refused when it is not a folder of this vault (a
-        symlink put in its place would take the notes' text elsewhere)."""
+        """The journal's folder, private; refused when .vaultd or .vaultd/split is anything
+        but a folder of this vault (checked before anything is made: mkdir follows a symlink)."""
         top = self.dir.parent
+        for p in (top, self.dir):
+            if not self._ours(p):
+                raise SplitError(f"{p} is not a folder (a symlink or a file): move it away to split; nothing was written")
         if not top.is_dir():
             top.mkdir(mode=0o700, exist_ok=True)
             write_atomic(top / "README.txt", _README, 0o600, new=True)
@@ -683,15 +706,18 @@ class Journal:
         write_atomic(path, json.dumps(entry, ensure_ascii=False).encode(), 0o600)
 
     def load(self, op: str) -> dict:
+        path = self._path(op)
+        if path.parent == self.dir and not self._readable():
+            raise SplitError(f"no split operation {op!r}: {self.dir} is not a folder of the vault")
         try:
-            return json.loads(self._path(op).read_bytes())
+            return json.loads(path.read_bytes())
         except FileNotFoundError:
             raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)") from None
 
     def all(self) -> list[dict]:
         """Every entry, oldest first."""
         out = {}
-        for p in sorted(p for d in (self.dir, *self.older) for p in d.glob("*.json")):
+        for p in sorted(p for d in self._dirs() for p in d.glob("*.json")):
             try:
                 e = json.loads(p.read_bytes())
                 if not (isinstance(e, dict) and _OP.fullmatch(str(e.get("op"))) and isinstance(e.get("note"), str)
