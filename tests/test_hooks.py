@@ -166,3 +166,21 @@ def test_the_claude_code_plugin_runs_as_configured(daemon, project):
     names, hit = asyncio.run(tools())
     assert "search" in names and not hit.is_error
     assert hit.structured_content["hits"][0]["path"] == str(daemon.vault / "notes" / "Deep work.md")
+
+
+def test_a_hook_never_hangs_on_a_stopped_daemon_and_survives_bad_characters(daemon, project):
+    import signal
+    import time
+
+    sock = str(daemon.socket)
+    bad = '{"hook_event_name": "UserPromptSubmit", "cwd": "%s", "prompt": "\\ud800 deep work"}' % project
+    r = vaultq("--socket", sock, "hook", "prompt", cwd=project, stdin=bad)
+    assert r.returncode == 0 and "Deep work" in r.stdout, r.stderr  # a lone surrogate is only a bad character
+    os.kill(daemon.proc.pid, signal.SIGSTOP)  # hung: it accepts, and never answers
+    try:
+        t = time.monotonic()
+        r = vaultq("--socket", sock, "hook", "prompt", cwd=project,
+                   stdin=hook_input("UserPromptSubmit", project, prompt="deep work"))
+        assert r.returncode == 3 and "timed out" in r.stderr and time.monotonic() - t < 9, r.stderr
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)

@@ -558,14 +558,20 @@ MAX_PROMPT = 2000
 """Characters of a prompt searched for (a pasted log is not a query)."""
 
 
+def _clean(v):
+    return v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v
+
+
 def _hook_input(event: str) -> dict:
     """The JSON an agent's hook gets on standard input (Claude Code: session_id, cwd,
     hook_event_name, and the prompt for UserPromptSubmit); ValueError saying what is wrong."""
     if sys.stdin is None or sys.stdin.isatty():
         raise ValueError("reads the hook's JSON on standard input (as Claude Code sends it); none was given")
-    raw = sys.stdin.read()
+    # bytes that are not UTF-8, and lone surrogates escaped in the JSON (\ud800), become U+FFFD:
+    # one bad character must not cost the agent the whole hook
+    raw = sys.stdin.buffer.read().decode("utf-8", "replace")
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_hook=lambda d: {k: _clean(v) for k, v in d.items()})
     except ValueError as e:
         raise ValueError(f"standard input is not JSON ({e}): expected the hook's input, as Claude Code sends it") \
             from None
@@ -693,9 +699,10 @@ def main(argv: list[str] | None = None) -> int:
 def _ask(args, cwd: str, me: str) -> int:
     hook = args.command == "hook"
     try:
-        # a split of every proposal, or its undo, may take minutes on a big vault: wait for it
+        # a split of every proposal may take minutes; a hook must answer well within the
+        # agent's own hook timeout (10 s in integrations/), a hung daemon or not
         with Client(_socket(args, None if cwd == "absolute" else cwd),
-                    timeout=None if args.command == "split" else 30.0) as c:
+                    timeout=None if args.command == "split" else 5.0 if hook else 30.0) as c:
             asker = _Asker(c, None if getattr(args, "json", False) else cwd, agent=hook or _agent())
             code = _run(asker, args)
         if asker.indexing is not None:
