@@ -100,6 +100,18 @@ def tools() -> list[types.Tool]:
     ]
 
 
+def _clean(v):
+    """Strings as UTF-8 can carry them: a lone surrogate (valid JSON, `\ud800`) becomes
+    U+FFFD (it could not be sent to the daemon, and the call was never answered)."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    if isinstance(v, dict):
+        return {_clean(k): _clean(x) for k, x in v.items()}
+    return v
+
+
 def request_args(op: str, arguments: dict | None) -> dict:
     """The daemon's arguments for tool `op` called with `arguments`, checked against the
     request type (BadArguments says what is wrong, in the tool's own names)."""
@@ -107,7 +119,7 @@ def request_args(op: str, arguments: dict | None) -> dict:
     for k in arguments or ():
         if k in protocol.ENVELOPE or k in RENAMED:  # the face's to set, or known by its tool name only
             raise BadArguments(f"unknown argument {k!r}")
-    args = {back.get(k, k): v for k, v in (arguments or {}).items()}
+    args = {back.get(k, k): _clean(v) for k, v in (arguments or {}).items()}
     try:
         req = msgspec.convert(args, type=REQUEST_TYPES[op])
     except msgspec.ValidationError as e:
@@ -259,6 +271,8 @@ async def call(daemon: Daemon, op: str, arguments: dict | None) -> types.CallToo
         return _error(str(e))
     except RequestFailed as e:
         return _error(e.message if e.code in ("not_found", "ambiguous", "indexing") else f"{e.code}: {e.message}")
+    except Exception as e:  # every call is answered: an exception here left the client waiting for good
+        return _error(f"internal: {type(e).__name__}: {e}")
     return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=res)
 
 
