@@ -396,6 +396,14 @@ def test_vaultd_check(daemon, tmp_path):
     assert f"daemon:    running, pid {daemon.proc.pid}" in r.stdout
     r = subprocess.run(args + ["--socket", str(tmp_path / "none.sock")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "not running" in r.stdout
+    r = subprocess.run(args + ["--socket", str(daemon.socket), "--split", "off"], capture_output=True, text=True,
+                       timeout=30)
+    assert "split:     off" in r.stdout and "it runs with split mode auto" in r.stdout, r.stdout
+    other = tmp_path / "other"
+    other.mkdir()
+    r = subprocess.run([*args[:5], str(other), *args[6:], "--socket", str(daemon.socket)], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 1 and f"it serves {daemon.vault}, not {other}" in r.stdout, r.stdout
 
 
 def test_the_state_folder_is_its_owners_alone_whatever_the_umask(vault, tmp_path, make_daemon):

@@ -149,6 +149,13 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             st = json.loads(s.makefile("rb").readline())["result"]
         click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, "
                    f"{st.get('broken')} broken links")
+        if st.get("vault") and os.path.realpath(st["vault"]) != os.path.realpath(cfg.vault):
+            click.echo(f"           it serves {st['vault']}, not {cfg.vault}")
+            ok = False
+        if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
+            click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
+        if st.get("writer") is False:
+            click.echo("           another vaultd writes into this vault (splits, undo); this one indexes and answers")
         if st.get("last_error"):
             click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
             ok = not st["pending"]

@@ -1014,6 +1014,7 @@ class Vault:
             **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
             "graph": "ready" if self.graph else "building",
             "writer": self._writer.fd is not None,
+            "split_mode": self.config.split.mode,
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
             "indexing": self.indexing,
