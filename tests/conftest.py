@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -66,6 +67,20 @@ def wait_for(pred, timeout: float, interval: float = 0.01):
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+def proc_stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: state, ppid, ... (empty when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := proc_stat(int(d))) and st[1] == str(pid)]
 
 
 class Daemon:

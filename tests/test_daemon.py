@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import wait_for
+from conftest import children, proc_stat, wait_for
 
 
 
@@ -421,19 +421,6 @@ def test_the_state_folder_is_its_owners_alone_whatever_the_umask(vault, tmp_path
         assert not mode & 0o077, f"{p} is {oct(mode)}: the index and journal hold the notes' text"
 
 
-def _stat(pid: int) -> list[str]:
-    """/proc/PID/stat after the command name: state, ppid, ... (empty when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-def _children(pid: int) -> list[int]:
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := _stat(int(d))) and st[1] == str(pid)]
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_parse_workers_die_with_a_killed_indexer(tmp_path):
     vault = tmp_path / "big"
@@ -443,11 +430,11 @@ def test_parse_workers_die_with_a_killed_indexer(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir",
                              str(tmp_path / "st")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        workers = wait_for(lambda: len(kids := _children(proc.pid)) >= 2 and kids, timeout=30, interval=0.02)
+        workers = wait_for(lambda: len(kids := children(proc.pid)) >= 2 and kids, timeout=30, interval=0.02)
     finally:
         proc.kill()
         proc.wait()
-    assert wait_for(lambda: not [p for p in workers if _stat(p)[:1] not in ([], ["Z"])], timeout=10, interval=0.05)
+    assert wait_for(lambda: not [p for p in workers if proc_stat(p)[:1] not in ([], ["Z"])], timeout=10, interval=0.05)
 
 
 def test_the_daemon_indexes_an_edit_that_keeps_size_and_mtime(daemon, vault):

@@ -15,7 +15,7 @@ from vaultd import protocol
 from vaultd.mcp import TOOLS, input_schema
 from vaultd.render import cost
 
-from conftest import wait_for
+from conftest import children, wait_for
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -166,18 +166,6 @@ def test_a_daemon_that_is_down_is_a_tool_error_that_says_how_to_start_it(short_d
         assert "Start it with `vaultd run --vault PATH`" in r.content[0].text
 
 
-def _stat(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-def _children(pid: int) -> list[int]:
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := _stat(int(d))) and st[1] == str(pid)]
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
 def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_path):
     """The first index held still (its parse workers stopped, SIGSTOP): the socket, vaultq,
@@ -193,7 +181,7 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
     stopped: set[int] = set()
 
     def hold() -> bool:  # stop every child (the workers, multiprocessing's helper) as it appears
-        for pid in _children(d.proc.pid):
+        for pid in children(d.proc.pid):
             if pid not in stopped:
                 os.kill(pid, signal.SIGSTOP)
                 stopped.add(pid)

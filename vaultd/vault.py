@@ -102,8 +102,8 @@ class Vault:
         """Notes the user wants whole (a split undone, a stale save), with the op: auto-split leaves them whole."""
         self._done: dict[str, str] = {}
         """Notes split now, with the op: their hubs are watched for a stale editor buffer saved over them."""
-        self._read_journal()
-        if not self._may_write():
+        if not self._may_write():  # the writer reads the journal as it takes the lock; the others here
+            self._read_journal()
             holder = self._writer.holder()
             logger.warning("another vaultd%s writes into %s: this one indexes and answers, and splits nothing while "
                            "that one runs", f" (pid {holder})" if holder else "", self.root)
