@@ -83,3 +83,50 @@ def test_an_exact_word_outranks_its_correction_and_a_prefix(titled):
     assert [h["path"] for h in titled.search("graph view", 1)["hits"]] == ["Graph view.md"]
     got = [h["path"] for h in titled.search("grap", 14)["hits"]]
     assert got and got[0] != "Canvas.md"
+
+
+@pytest.fixture(scope="module")
+def questions(tmp_path_factory):
+    """Questions typed as sentences: one note answers all of their words in its body; others
+    hold one rare word in their title, or the question's stop words in every line."""
+    root = tmp_path_factory.mktemp("cover") / "vault"
+    (root / "회의록").mkdir(parents=True)
+    (root / "Properties.md").write_text(
+        "---\naliases: [front matter]\n---\n"
+        + "Properties hold structured data. Add them at the top of a note, as YAML between two lines.\n" * 3
+        + "Each property has a name, a type and a value: text, list, number, checkbox, date.\n" * 30)
+    (root / "Metadata.md").write_text("The metadata cache keeps what Obsidian read from your files.\n")
+    (root / "Top bar.md").write_text("The bar at the top of the window holds the tabs.\n")
+    (root / "How to ask.md").write_text(("How do I do this? How do I do that? What is the way to do it, and how "
+                                         "is it done in the app? ") * 5 + "\n")
+    for i in range(12):
+        (root / f"Filler {i}.md").write_text(f"Entry {i} about the app, a page of the day, how it is and what it was.\n")
+    (root / "Pins A.md").write_text("Pin it to the top of the page. Later, write a note.\n")  # same words,
+    (root / "Pins B.md").write_text("Pin it to the top of a note. Later, write the page.\n")  # `top of a note`
+    (root / "회의록" / "2025-03-02.md").write_text("# 3월 2일\n\n예산과 일정 이야기.\n")
+    (root / "일정.md").write_text("# 일정\n\n다음 주 일정.\n")
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("q", ["add properties at the top of a note", "how do I add properties at the top of a note"])
+def test_a_note_holding_every_word_outranks_a_title_holding_one(questions, q):
+    """Coverage: `Properties.md` holds add, properties, top and note; `Top bar.md` holds `top`
+    in its title and `How to ask.md` the stop words over and over."""
+    assert _paths(questions, q, 3)[0] == "Properties.md", _paths(questions, q, 3)
+
+
+def test_stop_words_weigh_little_and_pair_the_words_around_them(questions):
+    """`of a` between `top` and `note` still makes them neighbours; notes full of stop words
+    (`the app, a note of the day`) do not rank by them."""
+    got = _paths(questions, "top of a note")
+    assert got.index("Pins B.md") < got.index("Pins A.md"), got
+    assert _paths(questions, "how do I")[0] == "How to ask.md", "a query of stop words alone still ranks by them"
+
+
+def test_a_korean_folder_name_finds_its_notes(questions):
+    """Folder names are a field (path_boost) in Korean as in English: `회의록` (minutes) is only
+    the folder's name."""
+    assert _paths(questions, "회의록") == ["회의록/2025-03-02.md"]

@@ -64,6 +64,8 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """COLD notes (tiers.cold) score this times their BM25."""
     anchor_weight: float = 1.0
     """A note whose inbound link labels hold all the query's words scores (1 + this) times."""
+    coverage_weight: float = 0.7
+    """A note holding a share c of the query's words (stop words aside) scores (1 - this + this * c) times."""
 
 
 SPLIT_MODES = ("auto", "propose", "off")
@@ -178,6 +180,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             raise ConfigError(f"watch.fallback_rescan_s: expected seconds > 0, got {w.fallback_rescan_s}")
         if not self.split.quiet >= 0:
             raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
+        if not 0 <= self.search.coverage_weight <= 1:
+            raise ConfigError(f"search.coverage_weight: expected a number from 0 to 1, got {self.search.coverage_weight}")
         if self.split.threshold < 1024:
             raise ConfigError(f"split.threshold: expected at least 1024 bytes, got {self.split.threshold}")
         for ext in w.extensions:

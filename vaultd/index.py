@@ -196,6 +196,22 @@ def meta_note(fields: dict[str, list]) -> StoredNote:
     return _meta_decoder.decode(fields["meta"][0])
 
 
+COVERAGE_UNITS = 20
+"""Query words past this many do not count towards coverage (one float holds the mask)."""
+
+
+def _coverage(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tantivy.DocAddress, str]],
+              units: list[tantivy.Query]) -> dict[str, float]:
+    """Each hit's (address, path) share of `units` (one query per word), found in one search:
+    unit i scores 2**i, so a note's score is the set of units it holds."""
+    Q, O = tantivy.Query, tantivy.Occur
+    q = Q.boolean_query([(O.Must, Q.const_score_query(Q.term_set_query(schema, "path", [p for _, p in hits]), 0.0)),
+                         *((O.Should, Q.const_score_query(u, float(1 << i))) for i, u in enumerate(units))])
+    path = {(a.segment_ord, a.doc): p for a, p in hits}
+    return {path.get((addr.segment_ord, addr.doc), ""): round(score).bit_count() / len(units)
+            for score, addr in s.search(q, limit=len(hits)).hits}
+
+
 class _Batch:
     def __init__(self, writer):
         self._w = writer
@@ -435,11 +451,12 @@ class NoteIndex:
                 out[note.path] = note
             return out
 
-    def search(self, query: tantivy.Query, limit: int,
-               by_key: dict[int, Note] | None = None) -> tuple[int, list[tuple[float, Note | NoteHead]]]:
-        """(total hits, the top `limit` as (score, note)), from one searcher snapshot. Notes
-        come from `by_key` (path_key -> note) when there: a stored document of a big note
-        holds hundreds of links, and fetching fifty of them costs milliseconds."""
+    def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None,
+               units: list[tantivy.Query] = ()) -> tuple[int, list[tuple[float, Note | NoteHead]], dict[str, float]]:
+        """(total hits, the top `limit` as (score, note), each hit's share of `units`), from one
+        searcher snapshot. Notes come from `by_key` (path_key -> note) when there: a stored
+        document of a big note holds hundreds of links, and fetching fifty of them costs
+        milliseconds. Shares (see ranking.Plan.units) only when there are two units or more."""
         s = self.index.searcher()
         with self._reading("a search"):  # a ValueError may be the query's: passed on as it is
             res = s.search(query, limit=limit, count=True)
@@ -450,7 +467,11 @@ class NoteIndex:
             for (score, addr), key in zip(res.hits, keys):
                 note = by_key.get(key) if by_key else None
                 out.append((score, note if note is not None else _head_decoder.decode(s.doc(addr).get_first("meta"))))
-        return res.count, out
+        shares = {}
+        if len(units) > 1 and out:
+            with self._reading("a search"):
+                shares = _coverage(s, self.schema, [(a, n.path) for a, (_, n) in zip(addrs, out)], units[:COVERAGE_UNITS])
+        return res.count, out, shares
 
     # -- writing ----------------------------------------------------------------
 

@@ -401,7 +401,7 @@ class Vault:
         p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
-        total, found = self.index.search(p.query, max(limit, cfg.candidates), self._by_key)
+        total, found, shares = self.index.search(p.query, max(limit, cfg.candidates), self._by_key, p.units)
         now = time.time()
         tiers = self.config.tiers
         graph = self.graph
@@ -413,7 +413,8 @@ class Vault:
             notes = self.notes
             extra = anchors.best(max(limit, 10), 0.5, lambda t: t in seen or t not in notes)
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
-        ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0)), n)
+        ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0),
+                                shares.get(n.path) if shares else None), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
         with_cold = scope == "all"
         if not with_cold:
