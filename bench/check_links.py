@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vaultd.filters import NoteFilter
-from vaultd.graph import Graph
+from vaultd.ingest.filters import NoteFilter
+from vaultd.store.graph import Graph
 from vaultd.note import Note
 from vaultd.parse import parse_file
 

@@ -16,8 +16,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from vaultd.filters import NoteFilter
-from vaultd.graph import Graph
+from vaultd.ingest.filters import NoteFilter
+from vaultd.store.graph import Graph
 from vaultd.parse import parse_file
 
 

@@ -42,7 +42,7 @@ BIN = Path(sys.executable).parent
 RAW_TANTIVY = r"""
 import sys, tantivy
 from pathlib import Path
-from vaultd.index import _schema, _register, split_cjk
+from vaultd.store.index import _schema, _register, split_cjk
 root, out = Path(sys.argv[1]), sys.argv[2]
 files = [p for p in root.rglob('*') if p.suffix in ('.md', '.org') and p.is_file()]
 idx = tantivy.Index(_schema(), path=out)
@@ -66,7 +66,7 @@ w.wait_merging_threads()
 
 SAME_INDEX = r"""
 import sys
-from vaultd.index import NoteIndex
+from vaultd.store.index import NoteIndex
 kept, fresh = (NoteIndex(d).load_notes() for d in sys.argv[1:3])
 print(sum(1 for p in kept.keys() | fresh.keys() if p not in kept or p not in fresh
           or (kept[p].hash, kept[p].size) != (fresh[p].hash, fresh[p].size)))

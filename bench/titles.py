@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 CORPORA = HERE.parent.parent / "shared" / "corpora"
 sys.path.insert(0, str(HERE.parent))
 
-from vaultd.filters import NoteFilter  # noqa: E402  (only what a note is, as vaultd walks)
+from vaultd.ingest.filters import NoteFilter  # noqa: E402  (only what a note is, as vaultd walks)
 from vaultd.parse import parse_file  # noqa: E402
 
 DENOTE = re.compile(r"^\d{8}T\d{6}(?:==[^-_]+?(?:=[^-_]+?)*)?(?:--(?P<title>.*?))?(?:__.*?)?$", re.DOTALL)

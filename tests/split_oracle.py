@@ -35,8 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vaultd.filters import NoteFilter
-from vaultd.graph import Graph, key, stem_of
+from vaultd.ingest.filters import NoteFilter
+from vaultd.store.graph import Graph, key, stem_of
 from vaultd.note import ID_ANCHOR, Note, headings_of, links_of
 from vaultd.parse import decode, parse_file
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from vaultd.graph import Graph
+from vaultd.store.graph import Graph
 from vaultd.parse import parse_file
 
 
@@ -160,7 +160,7 @@ def test_incremental_updates_equal_a_fresh_build():
                                      f"[[denote:2025010{rnd.randint(1, 3)}T000000]]"]) + "\n")
         return "".join(parts)
 
-    from vaultd.ranking import terms
+    from vaultd.query.ranking import terms
 
     notes: dict = {}
     g = Graph(terms=terms)
@@ -194,7 +194,7 @@ def test_anchor_best_equals_ranking_every_note_named():
     import threading
     from collections import Counter
 
-    from vaultd.graph import AnchorMatch
+    from vaultd.store.graph import AnchorMatch
 
     rnd = random.Random(3)
     for _ in range(300):

@@ -256,7 +256,7 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
 OPEN = """
 import sys
 from vaultd.errors import VaultError
-from vaultd.index import NoteIndex
+from vaultd.store.index import NoteIndex
 try:
     NoteIndex(sys.argv[1] if len(sys.argv) > 1 else {ix!r})
 except VaultError as e:
@@ -287,7 +287,7 @@ def test_permission_trouble_is_reported_and_nothing_wiped(as_user, target, mode)
 
 
 def test_a_panic_in_a_search_is_an_ordinary_error(cfg):
-    from vaultd.index import IndexDamaged
+    from vaultd.store.index import IndexDamaged
 
     v = Vault(cfg)
     try:
@@ -302,7 +302,7 @@ def test_a_panic_in_a_search_is_an_ordinary_error(cfg):
 
 
 def test_a_store_damaged_under_the_open_index_is_an_ordinary_error(cfg):
-    from vaultd.index import IndexDamaged
+    from vaultd.store.index import IndexDamaged
 
     v = Vault(cfg)
     try:

@@ -12,7 +12,7 @@ import time
 import msgspec
 import pytest
 
-from vaultd import split
+from vaultd.split import splitter as split
 from vaultd.config import Config
 from vaultd.errors import QueryError
 from vaultd.vault import Vault

@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from vaultd.config import Config
-from vaultd.index import _HOLDER, CJK_RUN, fields, split_cjk, split_cjk_lines
+from vaultd.store.index import _HOLDER, CJK_RUN, fields, split_cjk, split_cjk_lines
 from vaultd.parse import decode, parse_file, parse_lines
-from vaultd import ranking
-from vaultd.ranking import parse
+from vaultd.query import ranking
+from vaultd.query.ranking import parse
 from vaultd.vault import Vault
 
 NOTES = {
@@ -168,7 +168,7 @@ _words = st.sampled_from(["index", "Index", "indexes", "reindex", "가치관", "
 def test_snippets_from_bytes_equal_snippets_from_text(text, query):
     """The bytes fast path finds the same lines, spans and columns as the decoded text."""
     from vaultd.parse import decode
-    from vaultd.snippets import Matcher, best_lines
+    from vaultd.query.snippets import Matcher, best_lines
 
     words = [w.strip().lower() for w in query if w.strip()]
     m = Matcher(words, words)
@@ -185,7 +185,7 @@ def test_big_files_searched_head_first_give_the_same_snippets(early, late, query
     """Past 64 KB the bytes path looks in the head first (and reads the rest of the file
     only if it must): the lines it picks are the ones a search of the whole text picks."""
     from vaultd.parse import decode
-    from vaultd.snippets import HEADS, READ_FIRST, Matcher, best_lines
+    from vaultd.query.snippets import HEADS, READ_FIRST, Matcher, best_lines
 
     filler = "plain filler words without the terms\n" * 2000  # ~74 KB: the late part lies past the head
     late_part = "\n".join(late) + "\n"
@@ -234,8 +234,8 @@ def test_snippets_are_the_lines_with_most_terms_then_most_matches(lines, query):
     cannot change the outcome): what it picks is what looking at every line picks."""
     import re
 
-    from vaultd.ranking import stem
-    from vaultd.snippets import Matcher, best_lines
+    from vaultd.query.ranking import stem
+    from vaultd.query.snippets import Matcher, best_lines
 
     def score(line):
         low = line.lower()
@@ -262,7 +262,7 @@ def test_front_matter_found_from_2kb_as_from_16kb(lines, tail):
     count is the one its first 16 KB give."""
     from vaultd.parse import decode
     from vaultd.parse.markdown import split_front_matter
-    from vaultd.vault import _front_matter_lines
+    from vaultd.query.search import _front_matter_lines
 
     data = ("\n".join(lines) + "\n" + tail).encode()
     assert _front_matter_lines(data) == split_front_matter(decode(data[:16384])[0].split("\n", 200))

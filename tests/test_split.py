@@ -179,7 +179,7 @@ def test_embeds_count_as_wikilinks_for_the_style(tmp_path, intro):
 
 
 def test_only_a_done_or_undone_split_says_whether_a_note_is_kept_whole(tmp_path):
-    from vaultd.split import Journal, kept_whole
+    from vaultd.split.splitter import Journal, kept_whole
 
     j = Journal(tmp_path)
     j.save({"op": "20260101T000000-aaaaaa", "note": "a.md", "status": "done"})

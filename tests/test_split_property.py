@@ -31,10 +31,10 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from split_oracle import View, compare, doubled_spaces, lines_lost, read_tree
-from vaultd import split
+from vaultd.split import splitter as split
 from vaultd.config import Split
-from vaultd.filters import NoteFilter
-from vaultd.graph import Graph
+from vaultd.ingest.filters import NoteFilter
+from vaultd.store.graph import Graph
 from vaultd.parse import parse_file
 
 settings.register_profile(

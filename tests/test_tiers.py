@@ -177,7 +177,7 @@ def test_corrupt_state_file_is_set_aside(tmp_path, vault):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from vaultd.context import cost, estimate_tokens  # noqa: E402
+from vaultd.query.context import cost, estimate_tokens  # noqa: E402
 from vaultd.render import context_item  # noqa: E402
 
 
@@ -239,7 +239,7 @@ def test_a_window_of_megabytes_is_found_in_a_few_tries(tmp_path):
     # a big note took from seconds to hours; by bisection it takes a few dozen renders
     import time
 
-    from vaultd.context import fit
+    from vaultd.query.context import fit
 
     lines = [f"line {i} of a long note about the walrus" for i in range(40000)]
     renders = []

@@ -12,7 +12,7 @@ import msgspec
 
 from vaultd.config import Config, Index
 from vaultd.errors import IndexLocked
-from vaultd.index import SCHEMA_VERSION
+from vaultd.store.index import SCHEMA_VERSION
 from vaultd.vault import Stopped, Vault
 
 
@@ -124,7 +124,7 @@ def test_anchor_text_finds_a_note_by_what_links_call_it(v):
 
 
 def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_path):
-    from vaultd import workers
+    from vaultd.ingest import workers
 
     (vault / "bulk").mkdir()
     for i in range(workers.POOL_MIN + 30):  # past the threshold: the pool is used
@@ -158,7 +158,7 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
 
 
 def test_a_worker_that_cannot_write_its_payload_sends_it_through_the_pipe(vault, tmp_path):
-    from vaultd import workers
+    from vaultd.ingest import workers
 
     items = [(str(p.relative_to(vault)), 0, p.stat().st_size, 0) for p in sorted(vault.rglob("*.md"))] + [("gone.md", 0, 0, 0)]
     gone = tmp_path / "spool-that-is-not-there"
@@ -175,7 +175,7 @@ def test_a_worker_that_cannot_write_its_payload_sends_it_through_the_pipe(vault,
 
 
 def test_a_task_holds_at_most_chunk_files_or_chunk_bytes():
-    from vaultd import workers
+    from vaultd.ingest import workers
 
     small, big = workers.CHUNK_BYTES // 100, workers.CHUNK_BYTES * 3
     items = [(f"s{i}.md", 0, small, 0) for i in range(workers.CHUNK + 5)] + [("big.md", 0, big, 0), ("after.md", 0, small, 0)]
@@ -187,7 +187,7 @@ def test_a_task_holds_at_most_chunk_files_or_chunk_bytes():
 
 
 def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
-    from vaultd import workers
+    from vaultd.ingest import workers
 
     (vault / "bulk").mkdir()
     for i in range(workers.CHUNK * 6):
@@ -221,7 +221,7 @@ def test_a_stop_gives_up_the_batch_and_commits_nothing(cfg, vault):
 
 
 def test_walk_finds_the_notes_the_filter_accepts_and_no_other_file(tmp_path):
-    from vaultd.filters import NoteFilter
+    from vaultd.ingest.filters import NoteFilter
 
     root = tmp_path / "v"
     for rel in ["a.md", "b.org", "c.txt", "n/d.md", "n/m/e.MD", "n/.hidden/f.md", ".git/g.md", "node_modules/h.md",

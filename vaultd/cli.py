@@ -124,8 +124,8 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     import socket as so
 
     cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
-    from .filters import NoteFilter
-    from .index import SCHEMA_VERSION
+    from .ingest.filters import NoteFilter
+    from .store.index import SCHEMA_VERSION
 
     ok = True
     notes = sum(1 for _ in NoteFilter(cfg.watch.extensions, cfg.watch.ignore_dirs).walk(Path(cfg.vault)))

@@ -26,10 +26,10 @@ from pathlib import Path
 from . import __version__, protocol
 from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
-from .index import IndexDamaged, _damage
+from .store.index import IndexDamaged, _damage
 from .paths import show_paths, shown
 from .vault import Stopped, Vault
-from .watcher import RESCAN, Debouncer, Watcher
+from .ingest.watcher import RESCAN, Debouncer, Watcher
 
 logger = logging.getLogger("vaultd.server")
 

@@ -23,10 +23,10 @@ from multiprocessing import get_context
 
 import msgspec
 
-from .index import fields, meta_note
-from .note import Note
-from .paths import read_head
-from .parse import parse_lines
+from ..store.index import fields, meta_note
+from ..note import Note
+from ..paths import read_head
+from ..parse import parse_lines
 
 logger = logging.getLogger("vaultd.workers")
 

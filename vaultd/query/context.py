@@ -13,8 +13,8 @@ import heapq
 import itertools
 import math
 
-from .render import context_item as render
-from .render import cost, estimate_tokens  # noqa: F401  (here too: context's callers count with them)
+from ..render import context_item as render
+from ..render import cost, estimate_tokens  # noqa: F401  (here too: context's callers count with them)
 
 UNITS = ("tokens", "bytes")
 

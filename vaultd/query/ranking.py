@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import tantivy
 
-from .config import Search
-from .index import CJK_RUN, parse_date
+from ..config import Search
+from ..store.index import CJK_RUN, parse_date
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
 _EN = (

@@ -16,23 +16,23 @@ from pathlib import Path
 
 import msgspec
 
-from . import __version__
+from .. import __version__
 from . import context as ctx
-from . import split
-from .config import Config
-from .errors import AmbiguousNote, NoteNotFound, QueryError, StillIndexing, VaultError
-from .filters import NoteFilter
-from .graph import Graph, Resolved
-from .index import NoteIndex, note_epoch, path_key
-from .note import Note, compact, headings_of
-from .parse import decode
+from ..split import splitter as split
+from ..config import Config
+from ..errors import AmbiguousNote, NoteNotFound, QueryError, StillIndexing, VaultError
+from ..ingest.filters import NoteFilter
+from ..store.graph import Graph, Resolved
+from ..store.index import NoteIndex, note_epoch, path_key
+from ..note import Note, compact, headings_of
+from ..parse import decode
 from .ranking import Plan, Vocabulary, blend, plan, terms
-from .parse.markdown import split_front_matter
-from .paths import cut, open_note, read_head, read_lines
+from ..parse.markdown import split_front_matter
+from ..paths import cut, open_note, read_head, read_lines
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
-from .state import StateStore, as_written, changed_ns
+from ..store.state import StateStore, as_written, changed_ns
 from .tiers import hot, is_cold
-from .workers import parse_many, workers_for
+from ..ingest.workers import parse_many, workers_for
 
 logger = logging.getLogger("vaultd.vault")
 

@@ -12,8 +12,8 @@ from operator import attrgetter
 
 import msgspec
 
-from .index import CJK_RUN
-from .parse import decode
+from ..store.index import CJK_RUN
+from ..parse import decode
 from .ranking import stem
 
 MAX_WIDTH = 240

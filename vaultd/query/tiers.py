@@ -8,9 +8,9 @@ import math
 import re
 import time
 
-from .config import Tiers
-from .note import Note
-from .state import State, changed_ns
+from ..config import Tiers
+from ..note import Note
+from ..store.state import State, changed_ns
 
 
 @functools.lru_cache(maxsize=8)

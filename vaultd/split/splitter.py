@@ -37,14 +37,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Split
-from .graph import Graph
-from .note import ID_ANCHOR, Heading, Note, headings_of, links_of
-from .parse import parse_file
-from .parse.common import github_slug, numbered
-from .parse.denote import parse_name
-from .parse.links import retarget
-from .state import write_atomic
+from ..config import Split
+from ..store.graph import Graph
+from ..note import ID_ANCHOR, Heading, Note, headings_of, links_of
+from ..parse import parse_file
+from ..parse.common import github_slug, numbered
+from ..parse.denote import parse_name
+from ..parse.links import retarget
+from ..store.state import write_atomic
 
 logger = logging.getLogger("vaultd.split")
 

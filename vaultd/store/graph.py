@@ -31,7 +31,7 @@ from itertools import islice
 
 import msgspec
 
-from .note import ID_ANCHOR, Link, Note, headings_of, links_of
+from ..note import ID_ANCHOR, Link, Note, headings_of, links_of
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(

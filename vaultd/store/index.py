@@ -33,15 +33,15 @@ from pathlib import Path
 import msgspec
 import tantivy
 
-from .errors import IndexLocked, VaultdError, VaultError
-from .note import Note, NoteHead, StoredNote, compact, first_h1
+from ..errors import IndexLocked, VaultdError, VaultError
+from ..note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
 SCHEMA_VERSION = 12
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
-from .render import CJK as _CJK  # noqa: E402  (one definition: the token estimate counts the same characters)
+from ..render import CJK as _CJK  # noqa: E402  (one definition: the token estimate counts the same characters)
 # Written [C][C]*, not [C]+: a search skips to a pattern's start at C speed only when the
 # pattern starts with a plain set of characters (sre's charset prefix), 2x faster over
 # Latin text; split_cjk over 30 MB of seed notes went from 375 to 185 ms.
