@@ -1,3 +1,146 @@
-"""The Vault, as imported by its callers (carved along the pipeline in the next commits)."""
+"""Vault: the facade every caller uses. It owns the index, the link graph, the note table
+and the state file (store/), and its operations come from the stage each belongs to:
+ingest (reconcile, apply, the change log), query (search, the link graph, the working
+set) and split (the splitter's operations, auto-split)."""
 
-from .query.search import Stopped, Vault  # noqa: F401
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+from . import __version__
+from .config import Config
+from .ingest.filters import NoteFilter
+from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
+from .note import Note
+from .query.links import LinkGraph
+from .query.ranking import Vocabulary
+from .query.search import Search
+from .query.working_set import WorkingSet
+from .split import splitter as split
+from .split.auto import Splits
+from .store.graph import Graph
+from .store.index import NoteIndex, path_key
+from .store.state import StateStore
+
+logger = logging.getLogger("vaultd.vault")
+
+
+class Vault(Ingest, Search, LinkGraph, WorkingSet, Splits):
+    def __init__(self, config: Config):
+        self.config = config
+        self.root = Path(config.vault)
+        self._root = str(self.root)
+        self.state_dir = Path(config.state_dir)
+        _make_private(self.state_dir)
+        self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
+        self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
+        self.notes: dict[str, Note] = self.index.load_notes()
+        """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
+        self._by_key = {path_key(p): n for p, n in self.notes.items()}
+        """The same notes by their index key; replaced with `notes`."""
+        self.graph: Graph | None = None
+        """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
+        self._graph_ready = threading.Event()
+        self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
+        self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
+        self.generation = 0
+        """Grows by one with every commit, and by one at each start (from the state file)."""
+        self.parsed = 0
+        """Files read and parsed since start (restarts re-parse only what changed)."""
+        self.in_flight = 0
+        """Paths of the batch being applied now (part of `pending`)."""
+        self.state = StateStore(self.state_dir / "state.json")
+        self._apply_lock = threading.Lock()
+        self._split_lock = threading.RLock()  # one write into the vault at a time (a split, an undo)
+        self.journal = split.Journal(self.root, older=(self.state_dir / "split",))
+        self._writer = split.WriterLock(self.root)
+        self._taken = 0  # the writer lock's acquisitions seen (see _may_write)
+        self._split_announced = False
+        self._split_skip: dict[str, tuple[int, str]] = {}
+        """Notes auto-split could not split, with the mtime it saw: not retried until they change."""
+        self._kept_whole: dict[str, str] = {}
+        """Notes the user wants whole (a split undone, a stale save), with the op: auto-split leaves them whole."""
+        self._done: dict[str, str] = {}
+        """Notes split now, with the op: their hubs are watched for a stale editor buffer saved over them."""
+        if not self._may_write():  # the writer reads the journal as it takes the lock; the others here
+            self._read_journal()
+            holder = self._writer.holder()
+            logger.warning("another vaultd%s writes into %s: this one indexes and answers, and splits nothing while "
+                           "that one runs", f" (pid {holder})" if holder else "", self.root)
+        self._stale: set[str] = set()
+        """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
+        self.generation = self.state.state.generation + 1
+        self._log: list[tuple[int, str, str, str | None]] = []
+        """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
+        self._log_start = self.generation
+        self.started = time.time()
+        self.reconciled = False
+        self.first_index = not self.notes
+        """The index held no note at start (a new vault, a rebuild): until the first reconcile
+        is done, every answer says it is still being built (see `indexing`)."""
+        self.progress: tuple[int, int | None] = (0, None)
+        """(files read, files to read) of the batch being applied; None while the vault is walked."""
+        self.stopping = threading.Event()
+        """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
+
+    def close(self) -> None:
+        self.state.flush()
+        self.index.close()
+        self._writer.release()
+
+    @property
+    def indexing(self) -> bool:
+        """Whether the first index of the vault is still being built: until then answers
+        are of the notes read so far (none, at first), and say so."""
+        return self.first_index and not self.reconciled
+
+    def indexing_progress(self) -> dict:
+        """How far the first index is: files read and files to read (null while the vault's
+        folders are still being walked)."""
+        done, total = self.progress
+        return {"done": done, "total": total}
+
+    def _progress_words(self) -> str:
+        done, total = self.progress
+        return "listing the vault's files" if total is None else f"{done} of {total} files read"
+
+    def status(self) -> dict:
+        return {
+            "version": __version__,
+            "vault": str(self.root),
+            "state_dir": str(self.state_dir),
+            "notes": len(self.notes),
+            "generation": self.generation,
+            "parsed": self.parsed,
+            "reconciled": self.reconciled,
+            "problems": sum(1 for n in self.notes.values() if n.problems),
+            **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
+            "graph": "ready" if self.graph else "building",
+            "writer": self._writer.fd is not None,
+            "split_mode": self.config.split.mode,
+            "index_rebuilt": self.index.rebuilt_why,
+            "uptime_s": round(time.time() - self.started, 1),
+            "indexing": self.indexing,
+            **({"progress": self.indexing_progress()} if self.indexing else {}),
+        }
+
+
+def _make_private(folder: Path) -> None:
+    """The state folder and all in it readable by its owner alone (it holds the notes' text:
+    the index, the split journal's pre-images), whatever the umask, also when an older
+    vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mine = [folder / "index", folder / "split", *folder.glob("state.json*")]  # what vaultd keeps there, and no more
+    for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
+        try:
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+        except OSError:
+            continue

@@ -1,0 +1,182 @@
+"""The working set: read a note, context within a budget, pins, HOT, recent. Part of the
+Vault (see vault.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ..errors import QueryError
+from ..note import Note, headings_of
+from ..parse import decode
+from ..parse.markdown import split_front_matter
+from ..paths import read_head
+from ..store.state import changed_ns
+from . import context as ctx
+from .snippets import Matcher
+from .tiers import hot
+
+
+class WorkingSet:
+    """The Vault's working set."""
+
+    def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None,
+             agent: bool = False) -> dict:
+        """A note's text (all, a line range, or one heading's section), read from the file: of
+        a file over the size cap, only what is indexed (`truncated`, and its lines so far).
+        A person's read counts towards HOT; an `agent`'s is counted apart."""
+        path = self.find_note(name)
+        note = self.notes[path]
+        try:
+            data, size = read_head(self._root, path, self.config.index.max_file_mb << 20)
+        except OSError as e:
+            raise QueryError(f"cannot read {path}: {e.strerror}") from None
+        truncated = size > len(data)
+        text = decode(data)[0]
+        all_lines = text.split("\n")
+        if text.endswith("\n"):
+            all_lines.pop()
+        first, last = 1, len(all_lines)
+        if heading is not None:
+            first, last = _section(note, heading, len(all_lines))
+        if lines is not None:
+            a, b = lines
+            if a < 1 or b < a:
+                raise QueryError(f"lines: expected A:B with 1 <= A <= B, got {a}:{b}")
+            if a > last - first + 1:
+                raise QueryError(f"lines {a}:{b}: past the end ({'the section' if heading else path} has "
+                                 f"{last - first + 1} lines" + (" as far as read: the file is over index.max_file_mb"
+                                                                if truncated else "") + ")")
+            first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
+        self.state.touch(path, agent)
+        body = "\n".join(all_lines[first - 1 : last])
+        return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
+                "total_lines": len(all_lines), "truncated": truncated, "text": body}
+
+    def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8,
+                show: Callable[[str], str] | None = None, with_hot: bool = True) -> dict:
+        """The HOT notes' first lines and the best sections of the top hits for `q`, filling
+        but never exceeding `budget` (see context.py), each item with its line range. With
+        no words in `q`, the HOT notes may fill all of the budget; with `with_hot` False, they
+        are left out. Each item's path is as
+        `show` gives it (paths.shown), and its header is counted so. Context is an agent's
+        retrieval: the notes it gives are counted apart from a person's reads."""
+        show = show or (lambda rel: rel)
+        items: list[dict] = []
+        used = 0
+        taken: dict[str, list[tuple[int, int]]] = {}
+
+        def add(item: dict | None) -> bool:
+            nonlocal used
+            if item is None or item["last"] < item["first"] or not item["text"].strip():
+                return False  # nothing to give: never an empty item, nor an inverted range
+            spans = taken.setdefault(item["path"], [])
+            if any(a <= item["last"] and item["first"] <= b for a, b in spans):
+                return False
+            c = ctx.cost(ctx.render(item), unit)
+            if used + c > budget:
+                return False
+            item["cost"] = c
+            items.append(item)
+            spans.append((item["first"], item["last"]))
+            used += c
+            return True
+
+        def lines_of(note: Note) -> tuple[list[str], int]:
+            try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
+                text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
+            except OSError:
+                return [], 1
+            lines = text.split("\n")
+            if text.endswith("\n"):
+                lines.pop()
+            start = split_front_matter(lines) + 1 if note.path.endswith(".md") else 1
+            while start <= len(lines) and (not lines[start - 1].strip() or lines[start - 1].lstrip().startswith(("#+", ":"))):
+                start += 1  # skip blank lines, Org keywords and drawers: the note's first real lines
+            return lines, start
+
+        def maker(note: Note, lines: list[str], kind: str, why: str):
+            path = show(note.path)
+            return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
+                                 "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
+
+        hot_items = hot(self.notes, self.state.state, self.config.tiers) if with_hot else []
+        hot_budget = budget // 4 if q.strip() else budget
+        for h in hot_items:  # the working set first, within a quarter of the budget
+            if used >= hot_budget:
+                break  # no more room: not read
+            note = self.notes[h["path"]]
+            lines, start = lines_of(note)
+            if start > len(lines):
+                continue
+            last = min(len(lines), start + 2)
+            add(ctx.fit(lines, start, last, start, maker(note, lines, "hot", ", ".join(h["why"])),
+                        min(hot_budget - used, budget - used), unit))
+        _, ranked, p, _ = self.rank(q, hits, scope)
+        matcher = Matcher(p.words, p.stems)
+        sections = []  # per hit: (note, lines, its sections best first)
+        for score, note in ranked:
+            lines, start = lines_of(note)
+            if not lines:
+                continue
+            heads = headings_of(note)
+            if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
+                at = _title_line(lines, note.title)
+                if at is not None:
+                    sections.append((note, lines, heads, [(at, at, at, None)]))
+                continue
+            secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
+            sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
+        # The best section of every hit, then the runners-up of the top three, while the budget lasts
+        for round_, cut in ((0, len(sections)), (1, 3)):
+            for rank_, (note, lines, heads, secs) in enumerate(sections[:cut], 1):
+                if round_ >= len(secs):
+                    continue
+                first, last, focus, heading = secs[round_]
+                why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
+                make = maker(note, lines, "hit", why)
+                whole = make(first, ctx.whole_section(lines, heads, first, last))
+                if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
+                    last = whole["last"]  # with its subsections, while that stays a modest share
+                if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
+                    self.state.touch(note.path, agent=True)
+        return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
+                "items": items}
+
+    def pin(self, name: str, on: bool) -> dict:
+        path = self.find_note(name)
+        changed = self.state.pin(path, on)
+        return {"path": path, "pinned": on, "changed": changed}
+
+    def pins(self) -> dict:
+        return {"pins": [{"path": p, "title": self.notes[p].title if p in self.notes else None}
+                         for p in self.state.state.pins]}
+
+    def hot(self) -> dict:
+        return {"hot": hot(self.notes, self.state.state, self.config.tiers)}
+
+    def recent(self, days: float) -> dict:
+        cutoff = time.time() - days * 86400
+        st = self.state.state
+        items = sorted(((m, p) for p, n in self.notes.items() if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff),
+                       reverse=True)
+        return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
+                                          "mtime": round(m / 1e9, 3)} for m, p in items]}
+
+
+def _title_line(lines: list[str], title: str) -> int | None:
+    """The line (1-based) among a note's first that shows its title (#+title:, front
+    matter, a heading), or None."""
+    want = title.casefold().strip()
+    return next((i for i, x in enumerate(lines[:50], 1) if want and want in x.casefold()), None)
+
+
+def _section(note: Note, heading: str, n_lines: int) -> tuple[int, int]:
+    """First and last line of the section under `heading` (text, anchor, or custom id)."""
+    want = heading.strip().lstrip("#*").strip().casefold()
+    hs = sorted(headings_of(note), key=lambda h: h.line)
+    for i, h in enumerate(hs):
+        if h.text.casefold() == want or h.anchor.casefold() == want:
+            end = next((o.line - 1 for o in hs[i + 1 :] if o.level <= h.level), n_lines)
+            return h.line, end
+    raise QueryError(f"{note.path} has no heading {heading!r}")
