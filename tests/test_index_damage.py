@@ -178,7 +178,7 @@ def test_a_damaged_index_another_process_writes_is_left_alone(cfg):
     a file touched, though the index looks damaged (meta.json garbled)."""
     ix = index_dir(cfg)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, tantivy\nfrom vaultd.index import _schema\n"
+        [sys.executable, "-c", "import sys, tantivy\nfrom vaultd.store.index import _schema\n"
          "w = tantivy.Index(_schema(), path=sys.argv[1], reuse=True).writer(heap_size=15 << 20, num_threads=1)\n"
          "print('holding', flush=True)\nsys.stdin.read()", str(ix)],
         cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -1,7 +1,8 @@
 """The daemon: startup -> main loop -> shutdown.
 
-Threads: one accepts connections (one thread per client), the watchdog observer
-feeds the debouncer, and one indexer thread applies batches (the only writer).
+Transport and lifecycle only. Threads: one accepts connections (one thread per client,
+each request answered by the operations, api.py), the watchdog observer feeds the
+debouncer, and one indexer thread applies batches (the only writer: ingest/indexer.py).
 The main thread waits for SIGTERM/SIGINT and watches over the rest: the watcher is
 tended (re-watched, restarted, its coverage counted, rescans asked for), and when
 the accept or indexer thread fails, by any exception, native panics included, the
@@ -19,7 +20,6 @@ import signal
 import socket
 import stat
 import threading
-import time
 from contextlib import suppress
 from pathlib import Path
 
@@ -28,20 +28,10 @@ from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
 from .store.index import IndexDamaged, _damage
 from .paths import show_paths, shown
-from .vault import Stopped, Vault
-from .ingest.watcher import RESCAN, Debouncer, Watcher
+from .ingest.indexer import Indexer, _from_panic
+from .vault import Vault
 
 logger = logging.getLogger("vaultd.server")
-
-MANY_FOLDERS = 32
-"""Folders in one batch past which the vault is scanned once instead of each folder walked:
-a tree made while vaultd runs reports each of its folders, level by level over many
-batches, and a walk of each one's subtree costs the square of its depth (1,100 levels:
-minutes, every edit meanwhile waiting)."""
-
-DEEP = 32
-"""...or one folder deeper than this many levels (each level of a deep tree is reported
-alone, and a walk from each costs 0.07 s at 500 levels: 77 s for 1,100; a scan 0.2 s)."""
 
 MAX_CLIENTS = 64
 """Connections served at once; more are answered `busy` and closed (each holds a thread
@@ -101,34 +91,15 @@ def _prepare_dir(d: Path) -> None:
         raise VaultError(f"socket folder {d} is writable by others (mode {stat.S_IMODE(st.st_mode):o})")
 
 
-def _from_panic(e: BaseException | None) -> bool:
-    """Whether `e` is, or came from, an exception that is not an Exception (nor a generator's
-    close): pyo3 raises a Rust panic as PanicException, a BaseException."""
-    for _ in range(8):
-        if e is None:
-            return False
-        if not isinstance(e, (Exception, GeneratorExit)):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
-
-
 class Server:
     def __init__(self, config: Config):
         self.config = config
         self.socket_path = Path(config.socket)
         self.should_exit = threading.Event()
         self.vault: Vault | None = None
-        self.debouncer = Debouncer(config.watch.debounce_ms / 1000, config.watch.max_delay_ms / 1000)
-        self.failed: list[str] = []
-        """Changed files the indexer could not apply yet (a failed batch): retried, counted as pending."""
-        self.last_error: str | None = None
-        """The indexer's last failure, for `status`."""
+        self.indexer = Indexer(config.watch, self.should_exit)
         self.failure: str | None = None
         """Why the daemon stops on its own (a part of it failed): it then exits 1."""
-        self.rescan = threading.Event()
-        """Set by the main loop: the indexer reconciles the whole vault."""
-        self.watcher: Watcher | None = None
         self._listener: socket.socket | None = None
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._lock = SocketLock(self.socket_path)
@@ -161,10 +132,9 @@ class Server:
             for t in self._threads:
                 if not t.is_alive() and not self.should_exit.is_set():
                     self._fail(t.name, "the thread ended")
-            if self.watcher.tend():
-                self.rescan.set()
-            if self.watcher.problem != said:
-                said = self.watcher.problem
+            problem = self.indexer.tend()
+            if problem != said:
+                said = problem
                 sd_notify(f"STATUS={'degraded: ' + said if said else 'serving'}")
 
     def _fail(self, part: str, why: str) -> None:
@@ -210,29 +180,26 @@ class Server:
                 self.vault.close()
             self._lock.release()
             raise
-        w = self.config.watch
-        self.watcher = Watcher(self.vault.root, self.vault.accept, self.debouncer, w.rescan_s, w.fallback_rescan_s)
-        self.watcher.tend()  # starts it before the first reconcile, so nothing slips between them
+        self.indexer.watch(self.vault)  # before the first reconcile, so nothing slips between them
+        watcher = self.indexer.watcher
         self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
-        self._spawn(self._part(self._index_loop, "indexer"), "indexer")
+        self._spawn(self._part(self.indexer.run, "indexer"), "indexer")
         logger.info(
             "vaultd %s serving %s on %s (pid %d, %d notes in the index, %s folders watched)",
-            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes), self.watcher.watched,
+            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes), watcher.watched,
         )
-        sd_notify("READY=1\nSTATUS=" + ("degraded: " + self.watcher.problem if self.watcher.problem else "serving"))
+        sd_notify("READY=1\nSTATUS=" + ("degraded: " + watcher.problem if watcher.problem else "serving"))
 
     def shutdown(self) -> None:
         sd_notify("STOPPING=1")
         self.should_exit.set()
         if self.vault is not None:
             self.vault.stopping.set()  # a first index of a big vault must not hold up a stop
-        self.debouncer.wake()
         if self._listener is not None:
             self._listener.close()
         with suppress(FileNotFoundError):
             os.unlink(self.socket_path)
-        if self.watcher is not None:
-            self.watcher.stop()
+        self.indexer.stop()
         for t in self._threads:
             t.join(timeout=30)
         if self.vault is not None:
@@ -258,72 +225,6 @@ class Server:
         if name in ("accept", "indexer"):
             self._threads.append(t)
         return t
-
-    # -- indexing ---------------------------------------------------------------
-
-    def _index_loop(self) -> None:
-        vault = self.vault
-        rescan = True  # the first reconcile; again after lost events, or when one failed
-        next_split = time.monotonic()
-        delay, retry_at = 1.0, 0.0  # failed work is retried, waiting twice as long each time, up to a minute
-        flood = last_scan = 0.0  # until when folders flood in (see below); the last scan
-        while not self.should_exit.is_set():
-            batch = [] if rescan and retry_at == 0.0 else self.debouncer.take(self.should_exit)
-            self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
-            if RESCAN in batch:
-                batch.remove(RESCAN)
-                logger.warning("events were lost: reconciling the whole vault")
-                rescan = True
-            if self.rescan.is_set():  # the watcher's: periodic, or for what it could not see
-                self.rescan.clear()
-                rescan = True
-            now = time.monotonic()
-            folders = [p for p in batch if p.endswith("/")]
-            if len(folders) > MANY_FOLDERS or any(p.count("/") > DEEP for p in folders):  # a tree made or moved in
-                batch = [p for p in batch if not p.endswith("/")]
-                rescan, flood = True, now + 30
-            elif flood > now and now - last_scan >= 5:
-                # watchdog reports a tree's folders from one thread, every other change queued
-                # behind them (minutes for a deep tree): scanned meanwhile, so none waits on it
-                rescan = True
-            if self.failed:
-                batch, self.failed = list(dict.fromkeys(self.failed + batch)), []
-            ok = True
-            if time.monotonic() >= retry_at:
-                if rescan:
-                    rescan, last_scan = not (ok := self._guard(vault.reconcile)), time.monotonic()
-                if ok and batch:
-                    ok = self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
-                    batch = [] if ok else batch
-            self.failed = batch  # not applied (failed, or waiting to retry): kept, and counted as pending
-            if not ok:
-                logger.warning("indexing failed: %d changed files and %s kept; retrying in %.0f s", len(batch),
-                               "a rescan" if rescan else "no rescan", delay)
-                retry_at, delay = time.monotonic() + delay, min(delay * 2, 60.0)
-            elif retry_at and time.monotonic() >= retry_at:
-                retry_at, delay = 0.0, 1.0
-            self.debouncer.done()
-            if time.monotonic() >= next_split and not self.debouncer.pending:  # a quiet moment
-                self._guard(vault.auto_split)
-                next_split = time.monotonic() + 5
-
-    def _guard(self, fn, *args) -> bool:
-        """Run one step of the indexer; whether it went through. An Exception is logged and
-        never stops the indexer (the caller retries what failed). A panic in Tantivy (pyo3's
-        PanicException, a BaseException), or an Exception raised from one, leaves the writer
-        in a state no one knows, and no retry mends a damaged index: it ends the indexer,
-        and so the daemon (see _part), and the next start checks the index afresh."""
-        try:
-            fn(*args)
-            return True
-        except Stopped as e:
-            logger.info("indexing stopped %s", e)
-        except Exception as e:
-            if _from_panic(e):
-                raise
-            self.last_error = f"{type(e).__name__}: {e}"
-            logger.exception("indexing failed")
-        return False
 
     # -- serving ----------------------------------------------------------------
 
@@ -415,23 +316,10 @@ class Server:
         if why:
             self._fail("index", f"it was damaged while serving: {why}")
 
-    def _catch_up(self, generation: int | None, timeout: float = 10.0) -> bool:
-        """Wait until the index has committed `generation` and has nothing pending (bounded);
-        whether it did."""
-        if generation is None:
-            return True
-        deadline = time.monotonic() + timeout
-        v = self.vault
-        while not (v.generation >= generation and self.debouncer.pending == 0 and v.in_flight == 0):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
-
     def _waited(self, generation: int | None, answer) -> dict:
         """`answer()` after waiting for `generation`; with `caught_up` when one was asked for
         (false: the wait ran out, and the answer is of the index as it stands)."""
-        caught_up = self._catch_up(generation)
+        caught_up = self.indexer.catch_up(generation)
         res = answer()
         return res if generation is None else {**res, "caught_up": caught_up}
 
@@ -498,9 +386,9 @@ class Server:
                     **v.status(),
                     "pid": os.getpid(),
                     "socket": str(self.socket_path),
-                    "pending": max(self.debouncer.pending, v.in_flight) + len(self.failed),
-                    "last_error": self.last_error,
-                    "watch": self.watcher.health(),
+                    "pending": self.indexer.pending,
+                    "last_error": self.indexer.last_error,
+                    "watch": self.indexer.watcher.health(),
                 }
             case protocol.Ping():
                 return {"pong": True, "version": __version__, "vault": str(v.root)}
