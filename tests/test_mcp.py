@@ -11,7 +11,7 @@ import sys
 import msgspec
 import pytest
 
-from vaultd import protocol
+from vaultd import api, protocol
 from vaultd.mcp import TOOLS, input_schema
 from vaultd.render import cost
 
@@ -67,7 +67,7 @@ def test_tools_schemas_and_every_answer_equal_to_the_socket_operations(daemon):
 
     listed, answers, pin, unpin = session(str(daemon.socket), steps)
     assert [t.name for t in listed] == list(TOOLS)
-    types = {r.__struct_config__.tag: r for r in protocol.REQUESTS}
+    types = {r.__struct_config__.tag: r for r in api.REQUESTS}
     for t in listed:  # derived from the request types: what they take, less what the face sets
         assert t.input_schema == input_schema(t.name)
         own = set(types[t.name].__struct_fields__) - set(protocol.ENVELOPE)
@@ -232,9 +232,9 @@ def _status(d) -> dict | None:
 
 def test_the_envelope_fields_are_the_requests_own():
     """`paths` and `agent` are in every request type, and nowhere in a tool's schema."""
-    for r in protocol.REQUESTS:
+    for r in api.REQUESTS:
         assert {"paths", "agent"} <= set(r.__struct_fields__)
     for name in TOOLS:
         assert not set(input_schema(name)["properties"]) & set(protocol.ENVELOPE)
     with pytest.raises(msgspec.ValidationError):
-        msgspec.convert({"q": "x", "paths": "relative"}, type=protocol.Search)
+        msgspec.convert({"q": "x", "paths": "relative"}, type=api.Search)

@@ -1,12 +1,13 @@
 """`vaultd mcp`: an MCP server on stdin/stdout over the running daemon's operations, for agents.
 
 A face like vaultq, built on the official MCP SDK's low-level server. Each tool is an
-operation of the protocol (TOOLS names which): its input schema is its request type's
-(`msgspec.json.schema`, less the envelope fields the face sets itself), its arguments are
-checked by decoding them into that type, and its answer is the daemon's own, asked with
-`paths: "absolute"` and `agent: true`: the same data as structured content, and as text
-that cites every line as `path:line`. So an operation added to the protocol becomes a tool
-by adding its name to TOOLS (a text form in TEXT reads better than the JSON fallback).
+operation (the rows of ops.OPS marked `tool`): its description is its method's docstring
+and its input schema its request type's (api.py; `msgspec.json.schema`, less the envelope
+fields the face sets itself), its arguments are checked by decoding them into that type,
+and its answer is the daemon's own, asked with `paths: "absolute"` and `agent: true`: the
+same data as structured content, and as text that cites every line as `path:line`. So an
+operation becomes a tool by `tool=True` in its row (a text form in TEXT reads better than
+the JSON fallback).
 
 The daemon is found as vaultq finds it (--socket, $VAULTD_SOCKET, --vault, the vault
 around the current folder, the only one running), afresh at each call: when it is down a
@@ -31,7 +32,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from . import __version__, protocol
+from . import __version__, api, ops, protocol
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable, explain_validation
 from .paths import pick_socket
@@ -39,10 +40,10 @@ from .render import context_item
 
 logger = logging.getLogger("vaultd.mcp")
 
-TOOLS = ("search", "context", "read", "backlinks", "links", "hot", "recent", "changes", "pin", "unpin", "status")
+TOOLS = tuple(op.name for op in ops.OPS if op.tool)
 """The operations an agent gets as tools, by name (split, which rewrites notes, is not one)."""
 
-WRITES = frozenset(("pin", "unpin"))
+WRITES = frozenset(op.name for op in ops.OPS if op.tool and op.writes)
 """Tools that change something (the state file's pins; never a note)."""
 
 RENAMED = {"q": "query"}
@@ -56,7 +57,7 @@ to follow the link graph, `hot` and `recent` for what the user works on now, and
 what changed since an earlier answer's generation. Every path is absolute and every cited line is
 path:line, so you can open the file itself. Reading here never changes a note."""
 
-REQUEST_TYPES = {r.__struct_config__.tag: r for r in protocol.REQUESTS}
+REQUEST_TYPES = {name: o.request for name, o in api.TABLE.items()}
 
 
 class BadArguments(ValueError):
@@ -83,8 +84,8 @@ def input_schema(op: str) -> dict:
 
 @cache
 def description(op: str) -> str:
-    """What the tool does: its request type's docstring."""
-    return msgspec.json.schema(REQUEST_TYPES[op])["$defs"][REQUEST_TYPES[op].__name__].get("description", op)
+    """What the tool does: its method's docstring (api.py)."""
+    return api.TABLE[op].doc
 
 
 def tools() -> list[types.Tool]:

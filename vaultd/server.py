@@ -23,11 +23,10 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
-from . import __version__, protocol
+from . import __version__, api, protocol
 from .config import Config
 from .errors import QueryError, SocketInUse, VaultError
 from .store.index import IndexDamaged, _damage
-from .paths import show_paths, shown
 from .ingest.indexer import Indexer, _from_panic
 from .vault import Vault
 
@@ -97,6 +96,8 @@ class Server:
         self.socket_path = Path(config.socket)
         self.should_exit = threading.Event()
         self.vault: Vault | None = None
+        self.api: api.Operations | None = None
+        """The operations each request is answered by (over the vault and the indexer)."""
         self.indexer = Indexer(config.watch, self.should_exit)
         self.failure: str | None = None
         """Why the daemon stops on its own (a part of it failed): it then exits 1."""
@@ -180,6 +181,7 @@ class Server:
                 self.vault.close()
             self._lock.release()
             raise
+        self.api = api.Operations(self.vault, self.indexer, str(self.socket_path))
         self.indexer.watch(self.vault)  # before the first reconcile, so nothing slips between them
         watcher = self.indexer.watcher
         self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
@@ -295,11 +297,11 @@ class Server:
     def handle(self, line: bytes) -> bytes:
         """One request line in, one response line out. Never raises."""
         try:
-            req = protocol.decode_request(line)
+            req = api.decode_request(line)
         except protocol.BadRequest as e:
             return protocol.error(e.id, e.code, e.message)
         try:
-            return protocol.ok(req.id, self._answer(req))
+            return protocol.ok(req.id, self.api.answer(req))
         except QueryError as e:
             return protocol.error(req.id, e.code, str(e))
         except BaseException as e:  # a panic in Tantivy (a damaged index file) too: requests only read
@@ -315,81 +317,3 @@ class Server:
         why = _damage(self.vault.index.dir)
         if why:
             self._fail("index", f"it was damaged while serving: {why}")
-
-    def _waited(self, generation: int | None, answer) -> dict:
-        """`answer()` after waiting for `generation`; with `caught_up` when one was asked for
-        (false: the wait ran out, and the answer is of the index as it stands)."""
-        caught_up = self.indexer.catch_up(generation)
-        res = answer()
-        return res if generation is None else {**res, "caught_up": caught_up}
-
-    def _answer(self, req: protocol.Request):
-        """The operation's answer, its note paths as the request asks (`paths`), and while the
-        first index is being built, saying so (`indexing`, `progress`)."""
-        v = self.vault
-        show = shown(v._root, req.paths)
-        res = self._dispatch(req, show)
-        if show is not None and not isinstance(req, protocol.Context):  # context shows its own (it counts them)
-            res = show_paths(res, show)
-        if isinstance(res, dict) and v.indexing:
-            res = {**res, "indexing": True, "progress": v.indexing_progress()}
-        return res
-
-    def _dispatch(self, req: protocol.Request, show=None):
-        v = self.vault
-        match req:
-            case protocol.Search():
-                return self._waited(req.after_generation,
-                                    lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
-            case protocol.Context():
-                return self._waited(req.after_generation,
-                                    lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show,
-                                                      with_hot=req.hot))
-            case protocol.Changes():
-                return v.changes(req.since)
-            case protocol.Split():
-                if req.list:
-                    return v.split_candidates()
-                if req.history:
-                    return v.split_history()
-                if req.undo or (req.undo is not None and req.all):
-                    return v.split_undo(req.undo, req.force, every=req.all)
-                if req.all:
-                    return v.split_all()
-                if req.note:
-                    return v.split_note(req.note, req.dry_run)
-                raise QueryError("split: give a note, or list, history, all or undo")
-            case protocol.Backlinks():
-                return v.backlinks(req.note)
-            case protocol.Links():
-                return v.links(req.note)
-            case protocol.Graph():
-                return v.neighbourhood(req.note, req.depth)
-            case protocol.Broken():
-                return v.broken()
-            case protocol.Orphans():
-                return v.orphans()
-            case protocol.Tags():
-                return v.tags()
-            case protocol.Read():
-                return v.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent)
-            case protocol.Pin() | protocol.Unpin():
-                return v.pin(req.note, isinstance(req, protocol.Pin))
-            case protocol.Pins():
-                return v.pins()
-            case protocol.Hot():
-                return v.hot()
-            case protocol.Recent():
-                return v.recent(req.days)
-            case protocol.Status():
-                return {
-                    **v.status(),
-                    "pid": os.getpid(),
-                    "socket": str(self.socket_path),
-                    "pending": self.indexer.pending,
-                    "last_error": self.indexer.last_error,
-                    "watch": self.indexer.watcher.health(),
-                }
-            case protocol.Ping():
-                return {"pong": True, "version": __version__, "vault": str(v.root)}
-        raise AssertionError(f"no handler for {type(req).__name__}")

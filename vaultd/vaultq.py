@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+from . import ops
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
 from .render import context_item
@@ -20,8 +21,10 @@ from .render import context_item
 EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INDEXING = 0, 1, 2, 3, 4
 
 
-COMMANDS = ("status", "search", "context", "changes", "backlinks", "links", "graph", "broken", "orphans", "tags",
-            "split", "read", "pin", "unpin", "pins", "hot", "recent", "hook")
+OPS = tuple(op for op in ops.OPS if op.cli)
+"""The operations vaultq has a command for, with their arguments (ops.py: the one table)."""
+COMMANDS = tuple(op.name for op in OPS) + ("hook",)
+"""vaultq's commands: the operations', and `hook` (for an agent's hooks; no operation of its own)."""
 
 
 class _Skipped:
@@ -62,82 +65,11 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     def add(name: str, **kwargs):
         return subparsers.add_parser(name, formatter_class=fmt, **kwargs) if only in (None, name) else _Skipped()
 
-    s = add("status", help="what the daemon is doing")
-    s.add_argument("--json", action="store_true", help="print JSON")
-
-    s = add("search", help="full-text search")
-    s.add_argument("query", nargs="*", help="words to look for (-word: without it)")
-    s.add_argument("-n", "--limit", type=int, default=10, help="at most this many notes (default 10)")
-    s.add_argument("--json", action="store_true", help="print the JSON result")
-    s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
-    s.add_argument("--tag", action="append", default=[], help="only notes with this tag (repeatable)")
-    s.add_argument("--path", action="append", default=[], help="only notes under this folder (repeatable)")
-    s.add_argument("--after", type=_date, help="only notes dated on or after YYYY[-MM[-DD]]")
-    s.add_argument("--before", type=_date, help="only notes dated before YYYY[-MM[-DD]]")
-    s.add_argument("--all", action="store_true", help="search the COLD archive too")
-    s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
-
-    s = add("context", help="HOT notes and the best sections for QUERY, within a budget, with line ranges")
-    s.add_argument("query", nargs="*")
-    s.add_argument("--budget", type=int, default=2000, help="at most this much (default 2000)")
-    s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
-    s.add_argument("--all", action="store_true", help="the COLD archive too")
-    s.add_argument("--after-generation", type=int, metavar="G", help="first wait until the index has caught up to G")
-    s.add_argument("--json", action="store_true", help="print JSON")
-
-    s = add("changes", help="notes added, changed, moved and deleted since generation G")
-    s.add_argument("--since", type=int, required=True, metavar="G")
-    s.add_argument("--json", action="store_true", help="print JSON")
-
-    for name, helptext in (("backlinks", "links into NOTE, with the line each stands on"),
-                           ("links", "links out of NOTE: where each leads, or why it is broken")):
-        s = add(name, help=helptext)
-        s.add_argument("note", metavar="NOTE", help="a path, Denote identifier, Org ID or note name")
-        s.add_argument("--json", action="store_true", help="print JSON")
-        s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
-
-    s = add("graph", help="notes around NOTE, both directions")
-    s.add_argument("note", metavar="NOTE")
-    s.add_argument("-d", "--depth", type=int, default=1, help="how many links away (1-5, default 1)")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.add_argument("--format", choices=("human", "paths", "dot"), default="human", help="output format")
-
-    for name, helptext in (("broken", "every broken link, with the reason"),
-                           ("orphans", "notes nothing links to and that link nowhere"),
-                           ("tags", "each tag, its count and the tags that share notes with it")):
-        s = add(name, help=helptext)
-        s.add_argument("--json", action="store_true", help="print JSON")
-        if name != "tags":
-            s.add_argument("--format", choices=("human", "paths", "vimgrep"), default="human", help="output format")
-    s = add("split", help="split an oversized note into a hub and parts (or list, history, undo)")
-    s.add_argument("note", metavar="NOTE", nargs="?")
-    s.add_argument("--dry-run", action="store_true", help="show the plan and a diff of every file; write nothing")
-    s.add_argument("--list", action="store_true", help="notes over the threshold, growing ones, and those it cannot split")
-    s.add_argument("--history", action="store_true", help="past split operations")
-    s.add_argument("--all", action="store_true",
-                   help="apply every proposal (the notes --list offers); with --undo: undo every operation")
-    s.add_argument("--undo", metavar="OP", nargs="*",
-                   help="restore every file these operations touched, newest first (--undo --all: all of them)")
-    s.add_argument("--force", action="store_true", help="with --undo: even if files changed since")
-    s.add_argument("--json", action="store_true", help="print JSON")
-
-    s = add("read", help="a note's text, or part of it (counts as an access)")
-    s.add_argument("note", metavar="NOTE")
-    s.add_argument("--lines", metavar="A:B", help="only lines A to B (1-based, inclusive)")
-    s.add_argument("--heading", metavar="H", help="only the section under heading H")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    for name, helptext in (("pin", "keep NOTE in the HOT set"), ("unpin", "stop pinning NOTE")):
-        s = add(name, help=helptext)
-        s.add_argument("note", metavar="NOTE")
-        s.add_argument("--json", action="store_true", help="print JSON")
-    for name, helptext in (("pins", "pinned notes"), ("hot", "the HOT working set, with why each note is in it")):
-        s = add(name, help=helptext)
-        s.add_argument("--json", action="store_true", help="print JSON")
-        s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
-    s = add("recent", help="notes changed in the last days")
-    s.add_argument("--days", type=_days, default=7.0, help="how many days back (default 7)")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.add_argument("--format", choices=("human", "paths"), default="human", help="output format")
+    types = {"int": int, "float": float, "date": _date, "days": _days}
+    for op in OPS:
+        s = add(op.name, help=op.cli.help)
+        for flags, options in op.cli.args:
+            s.add_argument(*flags, **{k: types[v] if k == "type" else v for k, v in options.items()})
 
     s = add("hook", help="for an agent's hooks (Claude Code): read its JSON on stdin, print what it should see")
     s.add_argument("event", choices=("session-start", "prompt"),
@@ -532,9 +464,11 @@ def _run(c: _Asker, args) -> int:
         res = c.request("graph", note=args.note, depth=args.depth)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
         return EXIT_OK
-    else:
+    elif cmd in ("broken", "orphans", "tags"):
         res = c.request(cmd)
         items = res[cmd]
+    else:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
+        return _generic(c, cmd, args)
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     elif cmd == "tags":
@@ -548,6 +482,19 @@ def _run(c: _Asker, args) -> int:
     else:
         print_links(res, items, args.format, cmd)
     return EXIT_OK if items else EXIT_NONE
+
+
+def _generic(c: _Asker, cmd: str, args) -> int:
+    """Ask `cmd` with each of its arguments (ops.py) as the request field of that name, and
+    print the answer as JSON."""
+    fields = {}
+    for flags, options in ops.BY_NAME[cmd].cli.args:
+        dest = options.get("dest") or flags[-1].lstrip("-").replace("-", "_")
+        if dest not in ("json", "format"):
+            fields[dest] = getattr(args, dest)
+    res = c.request(cmd, **fields)
+    print(json.dumps(res, ensure_ascii=False, indent=None if args.json else 2))
+    return EXIT_OK
 
 
 HOOK_EVENTS = {"session-start": "SessionStart", "prompt": "UserPromptSubmit"}

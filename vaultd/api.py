@@ -1,0 +1,517 @@
+"""The operations: one typed request, one typed reply and one method each.
+
+Like supervisor's rpcinterface: this is the one place an operation is defined, apart
+from any transport. The table of operations is ops.OPS (plain data, which vaultq reads
+too); here each row is bound to its method on Operations, whose `req` annotation is its
+request type and whose @replies(...) its reply type. TABLE is that binding, checked at
+import: a row without a method, request or reply, or a method without a docstring, stops
+the daemon before it starts (and tests/test_docs.py says which). The faces are
+translations of it: the socket (server.py: decode, `Operations.answer`, encode), vaultq
+(its commands from ops.OPS), the MCP server (its tools' schemas from the request types,
+their descriptions from the methods' docstrings).
+
+Adding an operation: a row in ops.OPS, and here a request type tagged with its name, a
+reply type, and a method named after it (plus its line in the README, which the tests
+ask for).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import typing
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from . import __version__, ops
+from .errors import QueryError
+from .paths import show_paths, shown
+from .protocol import Decoder, Request
+
+if typing.TYPE_CHECKING:
+    from .ingest.indexer import Indexer
+    from .vault import Vault
+
+
+# -- requests: each operation's arguments (the envelope, v/id/paths/agent, is protocol.Request's)
+
+class Ping(Request, tag="ping"):
+    """No arguments."""
+
+class Status(Request, tag="status"):
+    """No arguments."""
+
+Scope = Literal["auto", "warm", "all"]
+"""auto: WARM, widened to COLD when WARM finds too little; warm: never COLD; all: everything."""
+AfterGeneration = Annotated[int, msgspec.Meta(ge=0)] | None
+
+
+Date = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}(-[0-9]{1,2}(-[0-9]{2})?)?$",
+                                    description="YYYY, YYYY-MM or YYYY-MM-DD")]
+Filter = Annotated[str, msgspec.Meta(min_length=1, pattern='^[^"]+$')]
+
+
+def _described(t, text: str):
+    return Annotated[t, msgspec.Meta(description=text)]
+
+
+class Search(Request, tag="search"):
+    q: _described(str, 'Words to look for. Also: "a phrase", +must, -without, tag:X, title:X, path:folder, '
+                       "after:YYYY-MM-DD, before:YYYY-MM; typos are tolerated, Korean matches with its particles")
+    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=1000)], "At most this many notes") = 10
+    tag: _described(list[Filter], "Only notes with these tags (as tag:X in the query)") = []
+    path: _described(list[Filter], "Only notes under these folders, relative to the vault (as path:X)") = []
+    after: _described(Date | None, "Only notes dated on or after this day (the Denote identifier, "
+                                   "a date field, else the file's mtime)") = None
+    before: _described(Date | None, "Only notes dated before this day") = None
+    scope: _described(Scope, "auto: the archive (COLD notes) only when too little else matches; "
+                             "warm: never the archive; all: everything") = "auto"
+    snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
+    after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
+                                                  "generation and nothing is pending") = None
+
+    def query(self) -> str:
+        """`q` with the filters given as fields written into it, as the query language has them."""
+        parts = [self.q] if self.q else []
+        for op, vals in (("tag", self.tag), ("path", self.path), ("after", [self.after] if self.after else []),
+                         ("before", [self.before] if self.before else [])):
+            parts += [f'{op}:"{v}"' if " " in v else f"{op}:{v}" for v in vals]
+        return " ".join(parts)
+
+
+class Context(Request, tag="context"):
+    q: _described(str, "What it is about: words, as for search (empty: the HOT notes' openings only)")
+    budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this much, in `unit`") = 2000
+    unit: _described(Literal["tokens", "bytes"], "What the budget counts: tokens (estimated: ASCII 3.5 "
+                                                 "characters a token, Hangul/Han/Kana 1.3 tokens a character) "
+                                                 "or bytes") = "tokens"
+    scope: _described(Scope, "warm: never the archive (COLD notes); all: the archive too") = "warm"
+    hot: _described(bool, "Begin with the HOT notes' openings (false: only what answers the query, for an "
+                          "agent that has them already)") = True
+    after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
+                                                  "generation") = None
+
+
+class Changes(Request, tag="changes"):
+    since: _described(Annotated[int, msgspec.Meta(ge=0)], "A generation an earlier answer carried")
+
+
+NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, description=(
+    "A note: its path (relative to the vault, or absolute), Denote identifier, Org ID, a name as written in a "
+    "wikilink, or its title"))]
+
+
+class Backlinks(Request, tag="backlinks"):
+    note: NoteName
+
+
+class Links(Request, tag="links"):
+    note: NoteName
+
+
+class Graph(Request, tag="graph"):
+    note: NoteName
+    depth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+
+
+class Broken(Request, tag="broken"):
+    """No arguments."""
+
+class Orphans(Request, tag="orphans"):
+    """No arguments."""
+
+class Tags(Request, tag="tags"):
+    """No arguments."""
+
+class Read(Request, tag="read"):
+    note: NoteName
+    lines: _described(Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
+                      | None, "Only lines [A, B] (1-based, inclusive; of the section, with `heading`)") = None
+    heading: _described(str | None, "Only the section under this heading (its text, anchor or custom id)") = None
+
+
+class Pin(Request, tag="pin"):
+    note: NoteName
+
+
+class Unpin(Request, tag="unpin"):
+    note: NoteName
+
+
+class Pins(Request, tag="pins"):
+    """No arguments."""
+
+class Hot(Request, tag="hot"):
+    """No arguments."""
+
+class Recent(Request, tag="recent"):
+    days: _described(Annotated[float, msgspec.Meta(gt=0)], "How many days back") = 7.0
+
+
+class Split(Request, tag="split"):
+    note: NoteName | None = None
+    dry_run: bool = False
+    list: bool = False
+    history: bool = False
+    all: bool = False
+    undo: str | builtins.list[str] | None = None  # `list` is a field here
+    force: bool = False
+
+
+# -- replies: each operation's answer ----------------------------------------------------
+# Nested items stay dicts (their keys are the parts' own: snippets, links, context items);
+# every top-level key is declared, and one a type lacks is an error (forbid_unknown_fields),
+# so a reply never drifts from its type unseen.
+
+
+class Reply(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """What every answer may carry: until the first index is built, `indexing` and how far it
+    is (`progress`: files read, files to read, null while the vault is listed)."""
+
+    indexing: bool | UnsetType = UNSET
+    progress: dict | UnsetType = UNSET
+
+
+class PingReply(Reply):
+    pong: bool
+    version: str
+    vault: str
+
+
+class StatusReply(Reply):
+    version: str
+    vault: str
+    state_dir: str
+    notes: int
+    generation: int
+    parsed: int
+    reconciled: bool
+    problems: int
+    links: int | None
+    broken: int | None
+    graph: str
+    writer: bool
+    split_mode: str
+    index_rebuilt: str | None
+    uptime_s: float
+    pid: int
+    socket: str
+    pending: int
+    last_error: str | None
+    watch: dict
+
+
+class SearchReply(Reply):
+    query: str
+    vault: str
+    total: int
+    took_ms: float
+    cold: bool
+    generation: int
+    hits: list[dict]
+    caught_up: bool | UnsetType = UNSET
+
+
+class ContextReply(Reply):
+    query: str
+    budget: int
+    unit: str
+    used: int | float
+    generation: int
+    items: list[dict]
+    caught_up: bool | UnsetType = UNSET
+
+
+class ChangesReply(Reply):
+    generation: int
+    since: int
+    reset: bool
+    added: list[str]
+    changed: list[str]
+    deleted: list[str]
+    moved: list[list[str]]
+
+
+class BacklinksReply(Reply):
+    note: str
+    title: str
+    backlinks: list[dict]
+
+
+class LinksReply(Reply):
+    note: str
+    title: str
+    links: list[dict]
+
+
+class GraphReply(Reply):
+    note: str
+    depth: int
+    nodes: list[dict]
+    edges: list[list[str]]
+
+
+class BrokenReply(Reply):
+    total: int
+    broken: list[dict]
+
+
+class OrphansReply(Reply):
+    orphans: list[dict]
+
+
+class TagsReply(Reply):
+    tags: list[dict]
+
+
+class ReadReply(Reply):
+    path: str
+    title: str
+    first: int
+    last: int
+    total_lines: int
+    truncated: bool
+    text: str
+
+
+class PinReply(Reply):
+    path: str
+    pinned: bool
+    changed: bool
+
+
+class PinsReply(Reply):
+    pins: list[dict]
+
+
+class HotReply(Reply):
+    hot: list[dict]
+
+
+class RecentReply(Reply):
+    days: float
+    recent: list[dict]
+
+
+class SplitReply(Reply):
+    """One of five answers, as the request asked: `list` (threshold .. growing), `history`,
+    `undo` (op, undone, restored), `all` (split, skipped), or a note's split (note .. op)."""
+
+    threshold: int | UnsetType = UNSET
+    warn: int | UnsetType = UNSET
+    mode: str | UnsetType = UNSET
+    over: list[dict] | UnsetType = UNSET
+    cannot: list[dict] | UnsetType = UNSET
+    growing: list[dict] | UnsetType = UNSET
+    history: list[dict] | UnsetType = UNSET
+    op: str | None | UnsetType = UNSET
+    undone: list[str] | UnsetType = UNSET
+    restored: list[str] | UnsetType = UNSET
+    split: list[dict] | UnsetType = UNSET
+    skipped: list[dict] | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+    parts: list[str] | UnsetType = UNSET
+    rewritten: int | UnsetType = UNSET
+    oversized: list | UnsetType = UNSET
+    files: list[str] | UnsetType = UNSET
+    dry_run: bool | UnsetType = UNSET
+    diff: str | UnsetType = UNSET
+
+
+def replies(reply: type[Reply]):
+    """Marks a method's reply type: its answer (a dict, as the daemon's parts give it) is
+    converted to it by Operations.answer."""
+    def mark(method):
+        method.reply = reply
+        return method
+    return mark
+
+
+# -- the operations --------------------------------------------------------------------
+
+
+class Operations:
+    """One method per operation, each taking its request and giving its answer. Built by the
+    server over the vault and the indexer; `answer` is what the socket calls."""
+
+    def __init__(self, vault: Vault, indexer: Indexer, socket: str):
+        self.vault = vault
+        self.indexer = indexer
+        self.socket = socket
+
+    def answer(self, req: Request) -> Reply:
+        """The operation's answer as its reply type, its note paths as the request asks
+        (`paths`), and while the first index is being built, saying so (`indexing`, `progress`).
+        Raises QueryError for a request it cannot answer."""
+        v = self.vault
+        op = TABLE[req.__struct_config__.tag]
+        res = op.method(self, req)
+        show = shown(v._root, req.paths)
+        if show is not None and not isinstance(req, Context):  # context shows its own (it counts them)
+            res = show_paths(res, show)
+        if v.indexing:
+            res = {**res, "indexing": True, "progress": v.indexing_progress()}
+        return msgspec.convert(res, op.reply)
+
+    def _waited(self, generation: int | None, answer) -> dict:
+        """`answer()` after waiting for `generation`; with `caught_up` when one was asked for
+        (false: the wait ran out, and the answer is of the index as it stands)."""
+        caught_up = self.indexer.catch_up(generation)
+        res = answer()
+        return res if generation is None else {**res, "caught_up": caught_up}
+
+    @replies(PingReply)
+    def ping(self, req: Ping) -> dict:
+        """Whether the daemon answers, its version and its vault."""
+        return {"pong": True, "version": __version__, "vault": str(self.vault.root)}
+
+    @replies(StatusReply)
+    def status(self, req: Status) -> dict:
+        """What the daemon is doing: notes, links, pending changes, generation, whether the first index is
+        still being built, the watch, the last error."""
+        return {
+            **self.vault.status(),
+            "pid": os.getpid(),
+            "socket": self.socket,
+            "pending": self.indexer.pending,
+            "last_error": self.indexer.last_error,
+            "watch": self.indexer.watcher.health(),
+        }
+
+    @replies(SearchReply)
+    def search(self, req: Search) -> dict:
+        """Notes ranked for a query (BM25 over titles, aliases, headings, tags, folder names and text, then
+        recency), each with its best lines: path, line and text."""
+        v = self.vault
+        return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
+
+    @replies(ContextReply)
+    def context(self, req: Context) -> dict:
+        """What an agent should read about a query, within a budget: the HOT notes' opening lines (at most a
+        quarter of it; all of it with no query), then the best section of each top hit, then runners-up.
+        Whole lines only, each item with its path and line range."""
+        v = self.vault
+        show = shown(v._root, req.paths)
+        return self._waited(req.after_generation,
+                            lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show, with_hot=req.hot))
+
+    @replies(ReadReply)
+    def read(self, req: Read) -> dict:
+        """A note's text, or the lines of one section or range of it, with the line numbers it spans."""
+        return self.vault.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent)
+
+    @replies(BacklinksReply)
+    def backlinks(self, req: Backlinks) -> dict:
+        """Links into a note, each with the file, line and the text of the line it stands on."""
+        return self.vault.backlinks(req.note)
+
+    @replies(LinksReply)
+    def links(self, req: Links) -> dict:
+        """Links out of a note: where each leads (path and line), or why it is broken."""
+        return self.vault.links(req.note)
+
+    @replies(GraphReply)
+    def graph(self, req: Graph) -> dict:
+        """The notes around a note, both directions, up to `depth` links away."""
+        return self.vault.neighbourhood(req.note, req.depth)
+
+    @replies(HotReply)
+    def hot(self, req: Hot) -> dict:
+        """The HOT working set, best first, and why each note is in it (pinned, a hot tag, changed lately, read
+        often)."""
+        return self.vault.hot()
+
+    @replies(RecentReply)
+    def recent(self, req: Recent) -> dict:
+        """Notes changed in the last days, newest first."""
+        return self.vault.recent(req.days)
+
+    @replies(ChangesReply)
+    def changes(self, req: Changes) -> dict:
+        """Notes added, changed, deleted and moved since an index generation (every answer carries the
+        generation it reflects)."""
+        return self.vault.changes(req.since)
+
+    @replies(PinReply)
+    def pin(self, req: Pin) -> dict:
+        """Keep a note in the HOT working set until unpinned."""
+        return self.vault.pin(req.note, True)
+
+    @replies(PinReply)
+    def unpin(self, req: Unpin) -> dict:
+        """Stop pinning a note."""
+        return self.vault.pin(req.note, False)
+
+    @replies(PinsReply)
+    def pins(self, req: Pins) -> dict:
+        """The pinned notes."""
+        return self.vault.pins()
+
+    @replies(BrokenReply)
+    def broken(self, req: Broken) -> dict:
+        """Every broken link in the vault, with the reason."""
+        return self.vault.broken()
+
+    @replies(OrphansReply)
+    def orphans(self, req: Orphans) -> dict:
+        """Notes nothing links to and that link nowhere."""
+        return self.vault.orphans()
+
+    @replies(TagsReply)
+    def tags(self, req: Tags) -> dict:
+        """Every tag, its count and the tags most often beside it."""
+        return self.vault.tags()
+
+    @replies(SplitReply)
+    def split(self, req: Split) -> dict:
+        """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or     `undo` (op
+        ids, newest first, with `force`; with `all` instead: every done op)."""
+        v = self.vault
+        if req.list:
+            return v.split_candidates()
+        if req.history:
+            return v.split_history()
+        if req.undo or (req.undo is not None and req.all):
+            return v.split_undo(req.undo, req.force, every=req.all)
+        if req.all:
+            return v.split_all()
+        if req.note:
+            return v.split_note(req.note, req.dry_run)
+        raise QueryError("split: give a note, or list, history, all or undo")
+
+
+# -- the table: ops.OPS bound to the methods and types here ------------------------------
+
+
+class Operation(typing.NamedTuple):
+    op: ops.Op
+    request: type[Request]
+    reply: type[Reply]
+    method: typing.Callable
+    doc: str
+
+
+def _bind(op: ops.Op) -> Operation:
+    method = getattr(Operations, op.name, None)
+    if method is None:
+        raise TypeError(f"operation {op.name!r} (ops.OPS) has no method Operations.{op.name}")
+    request = typing.get_type_hints(method).get("req")
+    if not (isinstance(request, type) and issubclass(request, Request) and request.__struct_config__.tag == op.name):
+        raise TypeError(f"Operations.{op.name}: its `req` must be annotated with a request type tagged {op.name!r}")
+    reply = getattr(method, "reply", None)
+    if not (isinstance(reply, type) and issubclass(reply, Reply)):
+        raise TypeError(f"Operations.{op.name}: say its reply type with @replies(...)")
+    if not (method.__doc__ or "").strip():
+        raise TypeError(f"Operations.{op.name} has no docstring: it is the operation's documentation")
+    doc = "\n\n".join(" ".join(par.split()) for par in inspect.cleandoc(method.__doc__).split("\n\n"))
+    return Operation(op, request, reply, method, doc)
+
+
+TABLE: dict[str, Operation] = {op.name: _bind(op) for op in ops.OPS}
+"""Every operation by name: its row, request type, reply type, method and documentation."""
+
+REQUESTS = tuple(o.request for o in TABLE.values())
+decode_request = Decoder(REQUESTS).decode

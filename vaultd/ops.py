@@ -1,0 +1,128 @@
+"""The operations, one row each: the list every face reads.
+
+Adding an operation is one row here and one method, with its typed request and reply, in
+api.py (plus its line in the README, which tests/test_docs.py asks for). From this table:
+the daemon's dispatch (api.py binds each row to its method, request and reply types by
+its name, and refuses to start when one is missing), vaultq's commands and their
+arguments (vaultq.py), the MCP tools (mcp.py: the rows with `tool`), and the README's
+list of operations (tests/test_docs.py).
+
+Standard library only, and plain data (names, help texts, argparse arguments as tuples):
+vaultq reads this table at every start, and its whole start must stay within 1.25x a bare
+`python -c 'import socket, json'` (bench/run.py). This is where that is decided: the types
+and methods cannot live here, since msgspec alone would cost vaultq more than its budget
+(click costs it 1.8x, measured), so api.py holds them and tests/test_docs.py checks the two
+agree.
+"""
+
+from __future__ import annotations
+
+
+class Cli:
+    """An operation's vaultq command: its help line and its argparse arguments, each
+    `(flags, options)`; a "type" option names one of vaultq's readers (int, float, date,
+    days). Unless vaultq has its own runner for the command, each argument's dest is a field
+    of the request and the answer is printed as JSON."""
+
+    __slots__ = ("help", "args")
+
+    def __init__(self, help: str, *args: tuple[tuple[str, ...], dict]):
+        self.help = help
+        self.args = args
+
+
+class Op:
+    """One operation: its name (the request's `op`), its vaultq command (`cli`, None for
+    none), whether it is an MCP tool (`tool`), and whether it changes anything (`writes`:
+    the state file's pins, or the vault)."""
+
+    __slots__ = ("name", "cli", "tool", "writes")
+
+    def __init__(self, name: str, cli: Cli | None = None, tool: bool = False, writes: bool = False):
+        self.name = name
+        self.cli = cli
+        self.tool = tool
+        self.writes = writes
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
+
+
+JSON = (("--json",), {"action": "store_true", "help": "print JSON"})
+NOTE = (("note",), {"metavar": "NOTE", "help": "a path, Denote identifier, Org ID or note name"})
+AFTER_GENERATION = (("--after-generation",), {"type": "int", "metavar": "G",
+                                               "help": "first wait until the index has caught up to G"})
+
+
+def fmt(*choices: str) -> tuple[tuple[str, ...], dict]:
+    return ("--format",), {"choices": ("human", *choices), "default": "human", "help": "output format"}
+
+
+OPS = (
+    Op("ping"),
+    Op("search", Cli(
+        "full-text search",
+        (("query",), {"nargs": "*", "help": "words to look for (-word: without it)"}),
+        (("-n", "--limit"), {"type": "int", "default": 10, "help": "at most this many notes (default 10)"}),
+        (("--json",), {"action": "store_true", "help": "print the JSON result"}),
+        fmt("paths", "vimgrep"),
+        (("--tag",), {"action": "append", "default": [], "help": "only notes with this tag (repeatable)"}),
+        (("--path",), {"action": "append", "default": [], "help": "only notes under this folder (repeatable)"}),
+        (("--after",), {"type": "date", "help": "only notes dated on or after YYYY[-MM[-DD]]"}),
+        (("--before",), {"type": "date", "help": "only notes dated before YYYY[-MM[-DD]]"}),
+        (("--all",), {"action": "store_true", "help": "search the COLD archive too"}),
+        AFTER_GENERATION), tool=True),
+    Op("context", Cli(
+        "HOT notes and the best sections for QUERY, within a budget, with line ranges",
+        (("query",), {"nargs": "*"}),
+        (("--budget",), {"type": "int", "default": 2000, "help": "at most this much (default 2000)"}),
+        (("--unit",), {"choices": ("tokens", "bytes"), "default": "tokens", "help": "what the budget counts"}),
+        (("--all",), {"action": "store_true", "help": "the COLD archive too"}),
+        AFTER_GENERATION, JSON), tool=True),
+    Op("read", Cli(
+        "a note's text, or part of it (counts as an access)",
+        (("note",), {"metavar": "NOTE"}),
+        (("--lines",), {"metavar": "A:B", "help": "only lines A to B (1-based, inclusive)"}),
+        (("--heading",), {"metavar": "H", "help": "only the section under heading H"}),
+        JSON), tool=True),
+    Op("backlinks", Cli("links into NOTE, with the line each stands on", NOTE, JSON, fmt("paths", "vimgrep")), tool=True),
+    Op("links", Cli("links out of NOTE: where each leads, or why it is broken", NOTE, JSON, fmt("paths", "vimgrep")),
+       tool=True),
+    Op("graph", Cli(
+        "notes around NOTE, both directions",
+        (("note",), {"metavar": "NOTE"}),
+        (("-d", "--depth"), {"type": "int", "default": 1, "help": "how many links away (1-5, default 1)"}),
+        JSON, fmt("paths", "dot"))),
+    Op("hot", Cli("the HOT working set, with why each note is in it", JSON, fmt("paths")), tool=True),
+    Op("recent", Cli(
+        "notes changed in the last days",
+        (("--days",), {"type": "days", "default": 7.0, "help": "how many days back (default 7)"}),
+        JSON, fmt("paths")), tool=True),
+    Op("changes", Cli(
+        "notes added, changed, moved and deleted since generation G",
+        (("--since",), {"type": "int", "required": True, "metavar": "G"}),
+        JSON), tool=True),
+    Op("pin", Cli("keep NOTE in the HOT set", (("note",), {"metavar": "NOTE"}), JSON), tool=True, writes=True),
+    Op("unpin", Cli("stop pinning NOTE", (("note",), {"metavar": "NOTE"}), JSON), tool=True, writes=True),
+    Op("status", Cli("what the daemon is doing", JSON), tool=True),
+    Op("pins", Cli("pinned notes", JSON, fmt("paths"))),
+    Op("broken", Cli("every broken link, with the reason", JSON, fmt("paths", "vimgrep"))),
+    Op("orphans", Cli("notes nothing links to and that link nowhere", JSON, fmt("paths", "vimgrep"))),
+    Op("tags", Cli("each tag, its count and the tags that share notes with it", JSON)),
+    Op("split", Cli(
+        "split an oversized note into a hub and parts (or list, history, undo)",
+        (("note",), {"metavar": "NOTE", "nargs": "?"}),
+        (("--dry-run",), {"action": "store_true", "help": "show the plan and a diff of every file; write nothing"}),
+        (("--list",), {"action": "store_true",
+                       "help": "notes over the threshold, growing ones, and those it cannot split"}),
+        (("--history",), {"action": "store_true", "help": "past split operations"}),
+        (("--all",), {"action": "store_true",
+                      "help": "apply every proposal (the notes --list offers); with --undo: undo every operation"}),
+        (("--undo",), {"metavar": "OP", "nargs": "*",
+                       "help": "restore every file these operations touched, newest first (--undo --all: all of them)"}),
+        (("--force",), {"action": "store_true", "help": "with --undo: even if files changed since"}),
+        JSON), writes=True),
+)
+"""Every operation, in the order vaultq's help, the MCP tool list and the README give them."""
+
+BY_NAME = {op.name: op for op in OPS}
