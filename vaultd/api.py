@@ -38,11 +38,14 @@ if typing.TYPE_CHECKING:
 
 # -- requests: each operation's arguments (the envelope, v/id/paths/agent, is protocol.Request's)
 
+
 class Ping(Request, tag="ping"):
     """No arguments."""
 
+
 class Status(Request, tag="status"):
     """No arguments."""
+
 
 Scope = Literal["auto", "warm", "all"]
 """auto: WARM, widened to COLD when WARM finds too little; warm: never COLD; all: everything."""
@@ -120,11 +123,14 @@ class Graph(Request, tag="graph"):
 class Broken(Request, tag="broken"):
     """No arguments."""
 
+
 class Orphans(Request, tag="orphans"):
     """No arguments."""
 
+
 class Tags(Request, tag="tags"):
     """No arguments."""
+
 
 class Read(Request, tag="read"):
     note: NoteName
@@ -144,8 +150,10 @@ class Unpin(Request, tag="unpin"):
 class Pins(Request, tag="pins"):
     """No arguments."""
 
+
 class Hot(Request, tag="hot"):
     """No arguments."""
+
 
 class Recent(Request, tag="recent"):
     days: _described(Annotated[float, msgspec.Meta(gt=0)], "How many days back") = 7.0
@@ -467,8 +475,8 @@ class Operations:
 
     @replies(SplitReply)
     def split(self, req: Split) -> dict:
-        """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or     `undo` (op
-        ids, newest first, with `force`; with `all` instead: every done op)."""
+        """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or
+        `undo` (op ids, newest first, with `force`; with `all` instead: every done op)."""
         v = self.vault
         if req.list:
             return v.split_candidates()
