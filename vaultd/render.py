@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 CJK = r"\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-"""Hangul, Kana and Han: indexed as bigrams (see index.py), and 1.3 tokens a character."""
+"""Hangul, Kana and Han: indexed as bigrams (see store/index.py), and 1.3 tokens a character."""
 
 _cjk_run = None
 

@@ -17,7 +17,7 @@ PART_HEADER = re.compile(
     r"|(?P<org>\[\[(?:denote|file|id):[^\[\]\n]+\]\[(?:[^\]\n]|\](?!\]))*\]?\]\])"
     r")\."
 )
-"""The back-link line the splitter (split.py) writes at the top of each part of a split
+"""The back-link line the splitter (split/splitter.py) writes at the top of each part of a split
 note, fully matched (without its newline): `Part of [[STEM|HUB TITLE]].` or `Part of [HUB
 TITLE](relative/path.md).` in Markdown, `Part of [[denote:IDENTIFIER][HUB TITLE]].`
 (or `file:`, `id:`) in Org, where the group `org` is set. A title in [[...|...]] holds

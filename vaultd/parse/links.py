@@ -3,7 +3,7 @@
 Nothing inside code counts: Markdown fences, indented code and `inline code`; Org
 src/example/export blocks, `: ` fixed-width lines, =verbatim= and ~code~. Look-alikes
 are not links: `[[TIP("...")]]` and `[[/TIP]]` macros, `[[ ]]`, `[[:digit:]]`.
-Resolution happens later, in graph.py, against the whole vault. `retarget` writes each
+Resolution happens later, in store/graph.py, against the whole vault. `retarget` writes each
 syntax read here anew, leading elsewhere (the splitter's rewrites).
 """
 
