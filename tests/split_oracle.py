@@ -1,7 +1,7 @@
 """An oracle for the splitter, independent of its own verification.
 
 It reads a vault as files on disk (or as a {path: bytes} tree), parses every note with
-`vaultd.parse.parse_file` and resolves every link with a fresh `vaultd.graph.Graph`
+`vaultd.parse.parse_file` and resolves every link with a fresh `vaultd.store.graph.Graph`
 (those are the vault's own resolution rules), and says what each link *means*, not where
 it points: so a vault before a split and after it can be compared link by link.
 
