@@ -46,7 +46,8 @@ class Search:
         p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
-        total, found, shares = self.index.search(p.query, max(limit, cfg.candidates), self._by_key, p.units)
+        total, found, shares = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
+                                                 p.units if cfg.coverage_weight else ())
         now = time.time()
         tiers = self.config.tiers
         graph = self.graph
