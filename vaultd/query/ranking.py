@@ -340,8 +340,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
                 should.append(_Q.boost_query(bld.stem_clause(fs[0]), 0.9))
                 should.append(bld.term("tags", fix, boosts.tag_boost * 0.9))
                 also += should[-2:]
-            should.append(bld.fuzzy(ws[0]))
-            also.append(should[-1])
+            should.append(bld.fuzzy(ws[0]))  # not a unit: a word held only fuzzily is not held
     for run in dict.fromkeys(cjk):
         c = bld.cjk_clause(run)
         if c is not None:
@@ -368,8 +367,6 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
     if p.prefix and len(p.prefix) >= 2:
         should.append(_Q.boost_query(_Q.disjunction_max_query(
             [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
-        if (ps := _EN.analyze(p.prefix)) and ps[0] in found_by:
-            found_by[ps[0]].append(should[-1])
     # CJK runs are matched by bigrams, which are not words (`폴더로` holds `더로`): counting them
     # measured worse (Korean dev MRR 0.857 against 0.867), so coverage counts Latin words only
     units = [_Q.boolean_query([(_O.Should, q) for q in qs]) for qs in found_by.values()]
