@@ -34,7 +34,7 @@ def test_the_readme_lists_every_operation_in_the_table_s_order():
 
 def test_the_readme_names_each_operation_s_fields_and_no_others():
     for name, said in readme_operations():
-        own = [f for f in api.TABLE[name].request.__struct_fields__ if f not in protocol.ENVELOPE]
+        own = [f for f in api.TABLE[name].request.__struct_encode_fields__ if f not in protocol.ENVELOPE]
         assert set(said) == set(own), f"README's line for {name!r}: names {said}, its request has {own}"
 
 
@@ -74,7 +74,7 @@ def test_the_faces_are_read_from_the_table():
 def test_vaultq_s_arguments_name_request_fields():
     """Each command's arguments (ops.py) are its request's fields, but for the options of
     vaultq's own output and the few vaultq reads its own way (search's words are `q`)."""
-    own_way = {"json", "format", "query", "all"}
+    own_way = {"json", "format", "null", "query", "all"}
     for op in ops.OPS:
         if not op.cli:
             continue
@@ -86,6 +86,6 @@ def test_vaultq_s_arguments_name_request_fields():
 
 def _minimal(op: str) -> dict:
     """The least a request of `op` must carry."""
-    required = {"search": {"q": "x"}, "context": {"q": "x"}, "changes": {"since": 0}}
+    required = {"search": {"q": "x"}, "context": {"q": "x"}, "changes": {"since": 0}, "resolve": {"link": "x"}}
     return required.get(op, {"note": "x"} if "note" in api.TABLE[op].request.__struct_fields__
                         and op != "split" else {})

@@ -48,6 +48,7 @@ CALLS = [  # every tool, with arguments an agent would give
     ("read", {"note": "20251016T080208", "lines": [1, 3]}),
     ("backlinks", {"note": "Deep work"}),
     ("links", {"note": "Deep work"}),
+    ("resolve", {"link": "[[Deep work#Rules]]", "from": "journal/2025-11-20.md"}),
     ("hot", {}),
     ("recent", {"days": 30}),
     ("changes", {"since": 0}),
@@ -70,7 +71,7 @@ def test_tools_schemas_and_every_answer_equal_to_the_socket_operations(daemon):
     types = {r.__struct_config__.tag: r for r in api.REQUESTS}
     for t in listed:  # derived from the request types: what they take, less what the face sets
         assert t.input_schema == input_schema(t.name)
-        own = set(types[t.name].__struct_fields__) - set(protocol.ENVELOPE)
+        own = set(types[t.name].__struct_encode_fields__) - set(protocol.ENVELOPE)
         assert set(t.input_schema["properties"]) == {"query" if f == "q" else f for f in own}, t.name
         assert t.description and t.annotations.read_only_hint == (t.name not in ("pin", "unpin"))
     search = input_schema("search")

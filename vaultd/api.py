@@ -85,6 +85,26 @@ class Search(Request, tag="search"):
         return " ".join(parts)
 
 
+class ListNotes(Request, tag="list"):
+    tag: _described(list[Filter], "Only notes with every one of these tags") = []
+    path: _described(list[Filter], "Only notes under these folders, relative to the vault (or whose path "
+                                   "starts so: journal/2025)") = []
+    headings: _described(bool, "Each note with its headings (level, text, line, anchor)") = False
+
+
+class Resolve(Request, tag="resolve"):
+    link: _described(Annotated[str, msgspec.Meta(min_length=1, max_length=65536)],
+                     "A link as written in a note ([[Note#Heading]], ![[embed]], [text](x.md#a), [[file:x.org::*H]], "
+                     "[[id:UUID]], denote:ID, ...) or a note name as a wikilink would say it (Note#Heading); with "
+                     "`col`, a line of text holding the link")
+    from_: _described(NoteName | None, "The note the link is written in (a note name or a path, one the vault "
+                                       "does not hold yet too): relative links, names and [[#Heading]] are read "
+                                       "from there; else from the vault's top") = msgspec.field(default=None,
+                                                                                                  name="from")
+    col: _described(Annotated[int, msgspec.Meta(ge=1)] | None,
+                    "`link` is a line of text: resolve the link at this 1-based character column of it") = None
+
+
 class Context(Request, tag="context"):
     q: _described(str, "What it is about: words, as for search (empty: the HOT notes' openings only)")
     budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this much, in `unit`") = 2000
@@ -221,6 +241,34 @@ class SearchReply(Reply):
     generation: int
     hits: list[dict]
     caught_up: bool | UnsetType = UNSET
+
+
+class ListReply(Reply):
+    total: int
+    notes: list[dict]
+
+
+class ResolveReply(Reply):
+    """Where a link leads: `path` (null: broken, or not a note: a URL, an attachment), `line` of
+    its heading or block (null: the note as a whole), `heading` (that line's heading text);
+    else `broken` (why) and, when ambiguous, the `candidates`. `col` and `end_col` are 1-based
+    character columns of the link in the text asked about, end exclusive."""
+
+    link: str
+    col: int
+    end_col: int
+    kind: str
+    target: str
+    anchor: str
+    from_: str | None = msgspec.field(name="from")
+    vault: str
+    path: str | None
+    title: str | None
+    line: int | None
+    heading: str | None
+    broken: str | None
+    candidates: list[str]
+    url: str | None
 
 
 class ContextReply(Reply):
@@ -395,6 +443,19 @@ class Operations:
         recency), each with its best lines: path, line and text."""
         v = self.vault
         return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
+
+    @replies(ListReply)
+    def list(self, req: ListNotes) -> dict:
+        """Every note, by path (those with these tags, under these folders): its title, aliases, Denote
+        identifier, tags and date; with `headings`, its headings."""
+        return self.vault.note_list(req.tag, req.path, req.headings)
+
+    @replies(ResolveReply)
+    def resolve(self, req: Resolve) -> dict:
+        """Where a link leads, as the link graph resolves it: the note (path, title), the line of the heading
+        or block it points into, or why it is broken (with the candidates of an ambiguous name). The link is
+        read as written in the `from` note, or at the cursor `col` of a line of text."""
+        return {**self.vault.resolve(req.link, req.from_, req.col), "vault": str(self.vault.root)}
 
     @replies(ContextReply)
     def context(self, req: Context) -> dict:

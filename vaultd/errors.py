@@ -65,6 +65,15 @@ class AmbiguousNote(QueryError):
         super().__init__(f"{name!r} is ambiguous; it may be any of:\n  " + "\n  ".join(candidates))
 
 
+class NoLink(QueryError):
+    """No link where one was asked about (`resolve` with a column)."""
+
+    code = "not_found"
+
+    def __init__(self, col: int):
+        super().__init__(f"no link at column {col}")
+
+
 class StillIndexing(QueryError):
     """The first index of the vault is still being built: what needs every note waits for it."""
 

@@ -130,7 +130,8 @@ def request_args(op: str, arguments: dict | None) -> dict:
             if msg.startswith(f"{old}:"):
                 msg = new + msg[len(old):]
         raise BadArguments(msg) from None
-    given = {f: getattr(req, f) for f in req.__struct_fields__ if f not in protocol.ENVELOPE}
+    given = {name: getattr(req, f) for f, name in zip(req.__struct_fields__, req.__struct_encode_fields__)
+             if f not in protocol.ENVELOPE}  # as the wire names them (resolve's `from`)
     return {**msgspec.to_builtins(given), "paths": "absolute", "agent": True}
 
 
@@ -205,6 +206,17 @@ def _links(res: dict) -> str:
                                for ln in res["links"]])
 
 
+def _resolve(res: dict) -> str:
+    if res["path"]:
+        at = f":{res['line']}" if res["line"] else ""
+        where = f"{res['title']} > {res['heading']}" if res["heading"] else res["title"]
+        return f"{res['link']} -> {res['path']}{at} ({where})"
+    if res["broken"]:
+        also = "".join(f"\n  {c}" for c in res["candidates"])
+        return f"{res['link']} -> BROKEN ({res['broken']}){also}"
+    return f"{res['link']} -> {res['target']} (not a note)"
+
+
 def _listing(key: str, empty: str):
     def text(res: dict) -> str:
         lines = []
@@ -243,7 +255,7 @@ def _status(res: dict) -> str:
 
 TEXT = {"search": _search, "context": _context, "read": _read, "backlinks": _backlinks, "links": _links,
         "hot": _listing("hot", "Nothing is HOT."), "recent": _listing("recent", "No note changed in that time."),
-        "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status}
+        "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status, "resolve": _resolve}
 """Each tool's answer as text; any other operation's reads as its JSON."""
 
 

@@ -54,8 +54,18 @@ AFTER_GENERATION = (("--after-generation",), {"type": "int", "metavar": "G",
                                                "help": "first wait until the index has caught up to G"})
 
 
-def fmt(*choices: str) -> tuple[tuple[str, ...], dict]:
-    return ("--format",), {"choices": ("human", *choices), "default": "human", "help": "output format"}
+NULL = (("-0", "--null"), {"action": "store_true",
+                           "help": "after each file name a NUL instead of ':' (as rg --null; with --format paths, "
+                                   "a NUL after each path)"})
+TAG = (("--tag",), {"action": "append", "default": [], "help": "only notes with this tag (repeatable)"})
+PATH = (("--path",), {"action": "append", "default": [], "help": "only notes under this folder (repeatable)"})
+
+
+def fmt(*choices: str, default: str = "human") -> tuple[tuple[str, ...], dict]:
+    """--format: human, or one of `choices`. Columns (see README "Editors"): vimgrep's are 1-based
+    bytes (as rg --vimgrep), emacs's 1-based characters, grep has none."""
+    return ("--format",), {"choices": tuple(dict.fromkeys(("human", *choices))), "default": default,
+                           "help": f"output format (default {default})"}
 
 
 OPS = (
@@ -65,13 +75,25 @@ OPS = (
         (("query",), {"nargs": "*", "help": "words to look for (-word: without it)"}),
         (("-n", "--limit"), {"type": "int", "default": 10, "help": "at most this many notes (default 10)"}),
         (("--json",), {"action": "store_true", "help": "print the JSON result"}),
-        fmt("paths", "vimgrep"),
-        (("--tag",), {"action": "append", "default": [], "help": "only notes with this tag (repeatable)"}),
-        (("--path",), {"action": "append", "default": [], "help": "only notes under this folder (repeatable)"}),
+        fmt("paths", "vimgrep"), TAG, PATH,
         (("--after",), {"type": "date", "help": "only notes dated on or after YYYY[-MM[-DD]]"}),
         (("--before",), {"type": "date", "help": "only notes dated before YYYY[-MM[-DD]]"}),
         (("--all",), {"action": "store_true", "help": "search the COLD archive too"}),
         AFTER_GENERATION), tool=True),
+    Op("list", Cli(
+        "every note: its path, title, aliases, Denote identifier and tags",
+        TAG, PATH,
+        (("--headings",), {"action": "store_true", "help": "with each note's headings (--json)"}),
+        JSON, fmt("paths", "vimgrep", "emacs", "grep"), NULL)),
+    Op("resolve", Cli(
+        "where a link goes: the note, its line and heading; or why it is broken",
+        (("link",), {"metavar": "LINK", "help": "a link as written ([[Note#Heading]], [t](x.md#a), "
+                                                "[[file:x.org::*H]], denote:ID, ...) or a note name (Note#Heading)"}),
+        (("--from",), {"dest": "from_", "metavar": "FILE",
+                       "help": "the note LINK is written in: relative links and names are read from there"}),
+        (("--col",), {"type": "int", "metavar": "N",
+                      "help": "LINK is a line of text: the link at its 1-based character column N"}),
+        JSON, fmt("vimgrep", "emacs", "grep"), NULL), tool=True),
     Op("context", Cli(
         "HOT notes and the best sections for QUERY, within a budget, with line ranges",
         (("query",), {"nargs": "*"}),

@@ -98,7 +98,7 @@ def shown(root: str, mode: str):
     return lambda rel: os.path.join(root, rel)
 
 
-PATH_KEYS = frozenset(("path", "note", "resolved", "candidates", "added", "changed", "deleted", "moved", "parts",
+PATH_KEYS = frozenset(("path", "note", "from", "resolved", "candidates", "added", "changed", "deleted", "moved", "parts",
                        "files", "restored", "edges"))
 """Keys whose values are vault paths (a string, a list of them, or a list of pairs), in
 every answer: each is shown as the asker wants (see `shown`); anything else under them

@@ -200,6 +200,54 @@ def print_search(res: dict, fmt: str) -> None:
         sys.stderr.write(f"{shown} of {res['total']} notes, {res['took_ms']:.1f} ms\n")
 
 
+def located(path: str, line: int, col: int, byte_col: int, text: str, fmt: str, null: bool = False) -> str:
+    """One `path:line:col:text` row, the column as `fmt` has it: vimgrep a 1-based byte column
+    (as rg --vimgrep), emacs a 1-based character column, grep none (`path:line:text`, as
+    grep -n); with `null`, a NUL after the path instead of ':' (as rg --null)."""
+    sep = "\0" if null else ":"
+    if fmt == "grep":
+        return f"{path}{sep}{line}:{text}\n"
+    return f"{path}{sep}{line}:{byte_col if fmt == 'vimgrep' else col}:{text}\n"
+
+
+def print_list(res: dict, fmt: str, null: bool) -> None:
+    w = sys.stdout.write
+    for n in res["notes"]:
+        if fmt == "paths":
+            w(n["path"] + ("\0" if null else "\n"))
+        elif fmt == "human":
+            tags = f"  [{', '.join(n['tags'])}]" if n["tags"] else ""
+            aka = f"  (also: {', '.join(n['aliases'])})" if n["aliases"] else ""
+            w(f"{n['path']}  {n['title']}{tags}{aka}\n")
+        else:
+            w(located(n["path"], 1, 1, 1, n["title"], fmt, null))
+
+
+def print_resolved(res: dict, fmt: str, null: bool) -> int:
+    """A resolved link: human `path:line  title > heading`, or a located row (line 1 for the
+    whole note); an ambiguous one: a row per candidate (exit 1), and why on stderr."""
+    w = sys.stdout.write
+    if res["path"]:
+        where = f"{res['title']} > {res['heading']}" if res["heading"] else res["title"]
+        if fmt == "human":
+            w(f"{res['path']}:{res['line']}  {where}\n" if res["line"] else f"{res['path']}  {where}\n")
+        else:
+            w(located(res["path"], res["line"] or 1, 1, 1, where, fmt, null))
+        return EXIT_OK
+    if res["url"] is not None and not res["broken"]:
+        if fmt == "human":
+            w(f"{res['url']}  (a URL)\n")
+        return EXIT_OK
+    if res["kind"] != "url" and not res["broken"]:  # an attachment: not a note
+        print(f"vaultq: {res['link']}: leads to {res['target']}, not a note", file=sys.stderr)
+        return EXIT_NONE
+    for c in res["candidates"]:
+        w(c + "\n" if fmt == "human" else located(c, 1, 1, 1, f"ambiguous: {res['link']}", fmt, null))
+    print(f"vaultq: {res['link']}: {res['broken']}" + (" (it may be any of the notes above)" if res["candidates"]
+                                                         else ""), file=sys.stderr)
+    return EXIT_NONE
+
+
 def print_status(st: dict) -> None:
     for k in ("vault", "notes", "links", "broken", "pending", "generation", "reconciled", "problems", "socket", "pid",
               "version", "uptime_s"):
@@ -467,6 +515,25 @@ def _run(c: _Asker, args) -> int:
     elif cmd in ("broken", "orphans", "tags"):
         res = c.request(cmd)
         items = res[cmd]
+    elif cmd == "list":
+        if args.null and args.format == "human":
+            print("vaultq: --null goes with --format paths, vimgrep, emacs or grep", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("list", tag=args.tag, path=args.path, headings=args.headings)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
+        return EXIT_OK if res["notes"] else EXIT_NONE
+    elif cmd == "resolve":
+        if args.col is not None and args.col < 1:
+            print("vaultq: --col must be at least 1", file=sys.stderr)
+            return EXIT_USAGE
+        if args.null and args.format == "human":
+            print("vaultq: --null goes with --format vimgrep, emacs or grep", file=sys.stderr)
+            return EXIT_USAGE
+        res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+            return EXIT_OK if res["path"] or res["url"] and not res["broken"] else EXIT_NONE
+        return print_resolved(res, args.format, args.null)
     else:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
         return _generic(c, cmd, args)
     if args.json:

@@ -205,6 +205,15 @@ def _scan_line(line: str, lineno: int, org: bool, links: list[Link], cont: str =
     return "".join(out)
 
 
+def links_in(text: str, org: bool) -> list[Link]:
+    """Every link in one line of text, as a note's line is read (inline code and Org
+    verbatim aside), but with no block around it: the text an editor has at its cursor
+    (`resolve`). Line 1; columns in characters of `text`."""
+    links: list[Link] = []
+    _scan_line(text.replace("\n", " "), 1, org, links)
+    return links
+
+
 # -- writing: each syntax read above, made to lead elsewhere ------------------------------
 
 

@@ -1,14 +1,18 @@
-"""The link graph's queries: find a note by name, backlinks, links, the notes around one,
-broken links, orphans, tags. Part of the Vault (see vault.py)."""
+"""The link graph's queries: find a note by name, resolve a link, backlinks, links, the notes
+around one, broken links, orphans, tags. Part of the Vault (see vault.py)."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import posixpath
 from collections import Counter
 from pathlib import Path
 
-from ..errors import AmbiguousNote, NoteNotFound, QueryError, StillIndexing
+from ..errors import AmbiguousNote, NoLink, NoteNotFound, QueryError, StillIndexing
+from ..note import Note, headings_of
 from ..parse import decode
+from ..parse.links import links_in
 from ..paths import read_lines
 from ..store.graph import Graph, Resolved
 
@@ -31,6 +35,55 @@ class LinkGraph:
         if len(found) > 1:
             raise AmbiguousNote(name, found)
         return found[0]
+
+    def resolve(self, text: str, source: str | None = None, col: int | None = None) -> dict:
+        """Where a link leads. `text` is a link as written in a note (`[[Note#Heading]]`,
+        `[t](x.md#a)`, `[[file:x.org::*H]]`, `denote:ID`, ...), else a name as a wikilink
+        would say it (`Note#Heading`); with `col`, a line of text and the link at that
+        1-based character column of it. `source` is the note it is written in (a name or a
+        path, one the vault does not hold yet too): relative links, same-folder names and
+        `[[#Heading]]` are read from there, else from the vault's top."""
+        g = self._ready_graph()
+        src = self._source(source)
+        org = src.path.lower().endswith(".org")
+        links = links_in(text, org)
+        if col is not None:
+            links = [ln for ln in links if ln.col <= col < ln.col + len(ln.raw)]
+            if not links:
+                raise NoLink(col)
+        elif not links:  # a name, not a link: read as a wikilink's
+            bare = text.strip()
+            links = links_in(f"[[{bare}]]", False) if bare and "\n" not in bare else []
+            if not links:
+                raise QueryError(f"{text!r} is neither a link nor a note name")
+        link = links[0]
+        d = g.lookup(src, link)
+        dest = g.notes.get(d.target) if d.target else None
+        heading = None
+        if dest is not None and d.line is not None:
+            heading = next((h.text for h in headings_of(dest) if h.line == d.line), None)
+        return {"link": link.raw, "col": link.col, "end_col": link.col + len(link.raw), "kind": link.kind,
+                "target": link.target, "anchor": link.anchor, "from": source and src.path,
+                "path": d.target, "title": dest.title if dest is not None else None, "line": d.line,
+                "heading": heading, "broken": d.broken, "candidates": list(d.candidates),
+                "url": link.target if link.kind == "url" else None}
+
+    def _source(self, source: str | None) -> Note:
+        """The note a link is written in: `source` found as a note, else taken as a path of the
+        vault (an editor's new buffer), else the vault's top."""
+        if source is None:
+            return Note(path="", title="")
+        try:
+            return self.notes[self.find_note(source)]
+        except NoteNotFound:
+            pass
+        rel = source.strip()
+        if os.path.isabs(rel):
+            rel = os.path.relpath(os.path.realpath(rel), os.path.realpath(self.root)).replace(os.sep, "/")
+        rel = posixpath.normpath(rel)
+        if rel == "." or rel.startswith("../") or rel == ".." or rel.startswith("/"):
+            raise QueryError(f"from: {source!r} is outside the vault")
+        return Note(path=rel, title="")
 
     def backlinks(self, name: str) -> dict:
         path = self.find_note(name)

@@ -23,12 +23,14 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import tantivy
 
 from ..config import Search
-from ..store.index import CJK_RUN, parse_date
+from ..note import Note
+from ..store.index import CJK_RUN, note_epoch, parse_date
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
 _EN = (
@@ -128,6 +130,30 @@ def _date_bound(val: str) -> float | None:
         y, m = val.split("-")
         val = f"{y}-{int(m):02d}-01"
     return parse_date(val) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", val) else None
+
+
+def note_filter(tags: list[str] = (), paths: list[str] = (), after: str | None = None,
+                before: str | None = None) -> Callable[[Note], bool]:
+    """The filters `tag:`, `path:`, `after:` and `before:` as a test of a note of the table, for
+    the operations that go through the notes themselves (list, grep): the notes the index's
+    clauses for them keep (see plan). Every one given must hold."""
+    want = [t.lstrip("#").lower() for t in tags]
+    folders = [p.strip("/") for p in paths]
+    lo = _date_bound(after) if after else None
+    hi = _date_bound(before) if before else None
+
+    def keep(n: Note) -> bool:
+        if want and not all(t in n.tags for t in want):
+            return False
+        for f in folders:  # a folder and all below it, or a file name's start (path:journal/2025)
+            if not (n.path.startswith(f + "/") or n.path.startswith(f) and "/" not in n.path[len(f):]):
+                return False
+        if lo is not None or hi is not None:
+            t = note_epoch(n)
+            return (lo is None or t >= int(lo)) and (hi is None or t < int(hi))
+        return True
+
+    return keep
 
 
 def stem(word: str) -> str:

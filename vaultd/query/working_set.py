@@ -1,5 +1,5 @@
-"""The working set: read a note, context within a budget, pins, HOT, recent. Part of the
-Vault (see vault.py)."""
+"""The working set: read a note, context within a budget, pins, HOT, recent, the list of
+every note. Part of the Vault (see vault.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ..parse.markdown import split_front_matter
 from ..paths import read_head
 from ..store.state import changed_ns
 from . import context as ctx
+from .ranking import note_filter
 from .snippets import Matcher
 from .tiers import hot
 
@@ -162,6 +163,24 @@ class WorkingSet:
                        reverse=True)
         return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
                                           "mtime": round(m / 1e9, 3)} for m, p in items]}
+
+    def note_list(self, tags: list[str] = (), paths: list[str] = (), headings: bool = False) -> dict:
+        """Every note (with these tags, under these folders), by path: its title, aliases,
+        Denote identifier, tags and date; with `headings`, its headings too."""
+        keep = note_filter(tags, paths)
+        notes = self.notes  # replaced, never changed in place
+        out = []
+        for p in sorted(notes):
+            n = notes[p]
+            if not keep(n):
+                continue
+            it = {"path": p, "title": n.title, "aliases": list(n.aliases), "id": n.id, "tags": list(n.tags),
+                  "date": n.date}
+            if headings:
+                it["headings"] = [{"level": h.level, "text": h.text, "line": h.line, "anchor": h.anchor}
+                                  for h in headings_of(n)]
+            out.append(it)
+        return {"total": len(out), "notes": out}
 
 
 def _title_line(lines: list[str], title: str) -> int | None:

@@ -471,6 +471,14 @@ class Graph:
             return r
         return self._anchor(r, self.notes[r.target], anchor, org=kind in ("file", "denote", "id"))
 
+    def lookup(self, src: Note, link: Link) -> Dest:
+        """Where `link` leads, written in `src`: a note of the vault, or a note at a path it
+        does not hold (an editor's buffer not saved yet), whose own headings are then unknown."""
+        with self._lock:
+            if src.path not in self.notes and link.kind == "internal":
+                return Dest(broken=f"{NO_HEADING} ({src.path} is not indexed)")
+            return self.resolve(self.notes.get(src.path, src), link)
+
     def _unique(self, paths: list[str], missing: str) -> Dest:
         if len(paths) == 1:
             return Dest(target=paths[0])
