@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,3 +146,134 @@ def test_list_output(ed):
     assert q(ed, "list", "--tag", "travel", "--format", "vimgrep")[1] == f"{TOKYO}:1:1:東京旅行\n"
     assert q(ed, "list", "--tag", "nosuchtag") == (1, "", "")
     assert q(ed, "list", "--null")[0] == 2
+
+
+# -- grep --------------------------------------------------------------------------------
+
+CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
+RG = shutil.which("rg")
+
+
+def rg_rows(vault: Path, word: str, files: list[str]) -> list[tuple[str, int, int, str]]:
+    """`rg --vimgrep -i WORD` on these files of the vault: (path, line, byte column, text); with
+    -F for a word that would be a regular expression to rg (`[[`)."""
+    literal = ["-F"] if re.escape(word) != word else []
+    r = subprocess.run(["rg", "--vimgrep", "-i", "--no-config", *literal, "--", word, *files], cwd=vault,
+                       capture_output=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    return sorted(_row(line) for line in r.stdout.decode("utf-8", "replace").splitlines())
+
+
+def _row(line: str) -> tuple[str, int, int, str]:
+    path, ln, col, text = line.split(":", 3)
+    return path, int(ln), int(col), text
+
+
+def same_as_rg(ed, words: list[str]) -> None:
+    files = q(ed, "list", "--format", "paths")[1].splitlines()
+    for word in words:
+        want = rg_rows(ed.vault, word, files)
+        code, out, _ = q(ed, "grep", word)
+        got = sorted(_row(line) for line in out.splitlines())
+        assert code == (0 if want else 1), word
+        assert [r[:3] for r in got] == [r[:3] for r in want], word  # every occurrence, same line and byte column
+        for (*_, mine), (*_, theirs) in zip(got, want):  # the line's text; a line over 1,000 characters: a part of it
+            assert mine == theirs.removesuffix("\r") or len(theirs) > 1000 and mine in theirs, word
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed: apt-get install ripgrep")
+def test_grep_gives_the_lines_rg_gives(ed):
+    same_as_rg(ed, ["splitter", "SPLITTER", "deep", "가치관", "東京", "は", "[[", "e"])
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed: apt-get install ripgrep")
+@pytest.mark.skipif(not (CORPORA / "denote-manual").is_dir(), reason=f"no corpus at {CORPORA}")
+def test_grep_gives_the_lines_rg_gives_on_a_corpus_copy(tmp_path, make_daemon):
+    v = tmp_path / "corpus"
+    shutil.copytree(CORPORA / "junghan-denote-docs", v)
+    shutil.copytree(CORPORA / "denote-manual", v / "manual")
+    ed = make_daemon(v)
+    same_as_rg(ed, ["denote", "link", "the", "한국어", "org-mode", "identifier", "zzzqx"])
+
+
+def test_grep_rules(ed):
+    def rows(*args):
+        code, out, err = q(ed, "grep", *args)
+        return code, [tuple(line.split(":", 3)[:3]) for line in out.splitlines()]
+
+    code, got = rows("splitter")
+    assert code == 0 and ("journal/2025-12-01.md", "4", "15") in got  # inside a longer word: `splitters`
+    assert ("journal/2025-12-01.md", "3", "25") in got  # SPLITTER: case ignored
+    assert ("journal/2025-12-01.md", "3", "25") not in rows("-s", "splitter")[1]
+    assert [r for r in rows("-w", "splitter")[1] if r[0].startswith("journal")] == \
+        [("journal/2025-12-01.md", "3", "5"), ("journal/2025-12-01.md", "3", "25")]  # whole words only
+    # several words: the lines that hold each, every occurrence of any
+    assert rows("splitter", "deeply")[1] == [("Deep work.md", "10", "6"), ("Deep work.md", "10", "18")]
+    assert rows('"ran twice"')[1] == [("journal/2025-12-01.md", "3", "14")]  # a phrase is one word
+    assert rows("ran", "twice;", "zzz")[0] == 1
+    assert {r[0] for r in rows("splitter", "--tag", "travel")[1]} == {TOKYO}
+    assert {r[0] for r in rows("splitter", "--path", "notes")[1]} == {TOKYO, PART, "notes/가치관.md"}
+    code, out, err = q(ed, "grep", "splitter", "-n", "2")
+    assert (code, len(out.splitlines()), err) == (0, 2, "vaultq: only the first 2 matches (--limit)\n")
+    res = ed.request("grep", q="splitter", limit=2)
+    assert (res["total"], res["truncated"]) == (2, True)
+    assert q(ed, "grep")[0] == 2 and q(ed, "grep", "x", "-n", "0")[0] == 2
+    assert q(ed, "grep", "e", "--null")[0] == 0 and q(ed, "grep", "e", "--format", "human", "--null")[0] == 2
+    assert q(ed, "grep", "zzzqx") == (1, "", "")
+
+
+# -- the column rules, format by format ---------------------------------------------------
+
+
+def _located(out: str, null: bool = False) -> list[tuple[str, int, int, str]]:
+    rows = []
+    for line in out.splitlines():
+        if null:
+            path, _, rest = line.partition("\0")
+            ln, col, text = rest.split(":", 2)
+        else:
+            path, ln, col, text = line.split(":", 3)
+        rows.append((path, int(ln), int(col), text))
+    return rows
+
+
+COMMANDS = [("search", "splitter"), ("grep", "splitter"), ("grep", "は"), ("backlinks", "Deep work"),
+            ("links", PART), ("links", TOKYO), ("broken",)]
+"""Each command that prints located rows, with what it lands on in the fixture's Korean and
+Japanese lines."""
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c))
+def test_vimgrep_columns_are_bytes_emacs_columns_characters_json_both(ed, cmd):
+    lines = {p: (ed.vault / p).read_text().split("\n") for p in q(ed, "list", "--format", "paths")[1].splitlines()}
+    expect = "[[" if cmd[0] in ("backlinks", "links", "broken") else cmd[1]
+    vim_rows = _located(q(ed, *cmd, "--format", "vimgrep")[1])
+    emacs_rows = _located(q(ed, *cmd, "--format", "emacs")[1])
+    assert vim_rows and len(vim_rows) == len(emacs_rows)
+    multibyte = 0
+    for (path, ln, bcol, _), (path2, ln2, ccol, _) in zip(vim_rows, emacs_rows):
+        line = lines[path][ln - 1]
+        assert (path2, ln2) == (path, ln)
+        assert line.encode()[bcol - 1 :].decode().lower().startswith(expect.lower()), (path, ln, bcol)
+        assert line[ccol - 1 :].lower().startswith(expect.lower()), (path, ln, ccol)
+        multibyte += bcol != ccol
+    assert multibyte, "no row on a line with multi-byte characters before the hit"
+    # --null: the same rows, a NUL after the path; grep: no column; JSON: both columns
+    assert _located(q(ed, *cmd, "--format", "vimgrep", "--null")[1], null=True) == vim_rows
+    grep_rows = [tuple(r.split(":", 2)) for r in q(ed, *cmd, "--format", "grep")[1].splitlines()]
+    assert [(p, int(n), t) for p, n, t in grep_rows] == [(p, n, t) for p, n, _, t in vim_rows]
+    res = json.loads(q(ed, *cmd, "--json")[1])
+    items = {"search": lambda: [s for h in res["hits"] for s in h["snippets"]], "grep": lambda: res["matches"],
+             "backlinks": lambda: res["backlinks"], "links": lambda: res["links"], "broken": lambda: res["broken"]}
+    for it in items[cmd[0]]():
+        line = it["text"] if cmd[0] != "search" else None
+        assert it["byte_col"] >= it["col"] >= 1
+        if line is not None and len(line) < 1000:
+            assert len(line[: it["col"] - 1].encode()) + 1 == it["byte_col"]
+
+
+def test_human_output_columns_are_bytes(ed):
+    out = q(ed, "backlinks", "Deep work")[1]
+    assert "notes/가치관 - 선택.md:5:42: 선택을 할 때" in out  # byte 42, character 26
+    assert q(ed, "links", PART)[1].splitlines()[1] == \
+        "    5:42   [[Deep work#Rules]]  -> Deep work.md:8"

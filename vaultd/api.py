@@ -85,6 +85,18 @@ class Search(Request, tag="search"):
         return " ".join(parts)
 
 
+class Grep(Request, tag="grep"):
+    q: _described(Annotated[str, msgspec.Meta(min_length=1)],
+                  'Words, each literal text ("a phrase": one word); the lines that hold every one')
+    tag: _described(list[Filter], "Only notes with these tags") = []
+    path: _described(list[Filter], "Only notes under these folders, relative to the vault") = []
+    after: _described(Date | None, "Only notes dated on or after this day") = None
+    before: _described(Date | None, "Only notes dated before this day") = None
+    case_sensitive: _described(bool, "Case matters (by default it is ignored, as rg -i)") = False
+    word: _described(bool, "Whole words only (as rg -w): no word character either side") = False
+    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this many rows") = 100_000
+
+
 class ListNotes(Request, tag="list"):
     tag: _described(list[Filter], "Only notes with every one of these tags") = []
     path: _described(list[Filter], "Only notes under these folders, relative to the vault (or whose path "
@@ -241,6 +253,17 @@ class SearchReply(Reply):
     generation: int
     hits: list[dict]
     caught_up: bool | UnsetType = UNSET
+
+
+class GrepReply(Reply):
+    query: str
+    words: list[str]
+    total: int
+    notes: int
+    truncated: bool
+    took_ms: float
+    generation: int
+    matches: list[dict]
 
 
 class ListReply(Reply):
@@ -443,6 +466,15 @@ class Operations:
         recency), each with its best lines: path, line and text."""
         v = self.vault
         return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
+
+    @replies(GrepReply)
+    def grep(self, req: Grep) -> dict:
+        """Every occurrence of the words on every line that holds all of them, in every note the filters keep
+        (the archive too): path, line, col (characters), byte_col (bytes, as rg) and the line. Words are
+        literal and match inside longer words (`word`: whole words only); case is ignored unless
+        `case_sensitive`; lines end at LF. For one word, the lines `rg --vimgrep -i WORD` gives."""
+        return self.vault.grep(req.q, req.tag, req.path, req.after, req.before, req.case_sensitive, req.word,
+                               req.limit)
 
     @replies(ListReply)
     def list(self, req: ListNotes) -> dict:

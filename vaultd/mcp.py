@@ -196,13 +196,13 @@ def _where(link: dict) -> str:
 
 def _backlinks(res: dict) -> str:
     head = f"{len(res['backlinks'])} links into {res['note']} ({res['title']})"
-    return "\n".join([head] + [f"{b['path']}:{b['line']}:{b['col']}: {b.get('text', b['raw']).strip()}"
+    return "\n".join([head] + [f"{b['path']}:{b['line']}:{b['byte_col']}: {b.get('text', b['raw']).strip()}"
                                for b in res["backlinks"]])
 
 
 def _links(res: dict) -> str:
     head = f"{len(res['links'])} links out of {res['note']} ({res['title']})"
-    return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['col']}: {ln['raw']} -> {_where(ln)}"
+    return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['byte_col']}: {ln['raw']} -> {_where(ln)}"
                                for ln in res["links"]])
 
 

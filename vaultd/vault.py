@@ -1,7 +1,7 @@
 """Vault: the facade every caller uses. It owns the index, the link graph, the note table
 and the state file (store/), and its operations come from the stage each belongs to:
-ingest (reconcile, apply, the change log), query (search, the link graph, the working
-set) and split (the splitter's operations, auto-split)."""
+ingest (reconcile, apply, the change log), query (search, grep, the link graph, the
+working set) and split (the splitter's operations, auto-split)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from .config import Config
 from .ingest.filters import NoteFilter
 from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
 from .note import Note
+from .query.grep import Grep
 from .query.links import LinkGraph
 from .query.ranking import Vocabulary
 from .query.search import Search
@@ -30,7 +31,7 @@ from .store.state import StateStore
 logger = logging.getLogger("vaultd.vault")
 
 
-class Vault(Ingest, Search, LinkGraph, WorkingSet, Splits):
+class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits):
     def __init__(self, config: Config):
         self.config = config
         self.root = Path(config.vault)

@@ -114,8 +114,8 @@ _VALUED = frozenset(("--socket", "--vault", "-n", "--limit", "--format", "--tag"
 
 
 def _minus_word(a: str) -> bool:
-    """A search word to leave out (`-archive`), not a short option (-h, -n, -n5)."""
-    return a[:1] == "-" and a[1:2] not in ("", "-") and a not in ("-h", "-n") and not (a[:2] == "-n" and a[2:].isdigit())
+    """A search word to leave out (`-archive`), not a short option (-h, -n, -n5, -0)."""
+    return a[:1] == "-" and a[1:2] not in ("", "-") and a not in ("-h", "-n", "-0") and not (a[:2] == "-n" and a[2:].isdigit())
 
 
 def _parse(argv: list[str]):
@@ -177,16 +177,16 @@ def _highlight(text: str, spans, on: bool) -> str:
     return "".join(out)
 
 
-def print_search(res: dict, fmt: str) -> None:
+def print_search(res: dict, fmt: str, null: bool = False) -> None:
     w = sys.stdout.write
     color = _color()
     for hit in res["hits"]:
         path = hit["path"]
         if fmt == "paths":
-            w(path + "\n")
-        elif fmt == "vimgrep":
-            for s in hit["snippets"] or [{"line": 1, "col": 1, "text": hit["title"]}]:
-                w(f"{path}:{s['line']}:{s['col']}:{s['text']}\n")
+            w(path + ("\0" if null else "\n"))
+        elif fmt != "human":
+            for s in hit["snippets"] or [{"line": 1, "col": 1, "byte_col": 1, "text": hit["title"]}]:
+                w(located(path, s["line"], s["col"], s["byte_col"], s["text"], fmt, null))
         else:
             tags = f"  [{', '.join(hit['tags'])}]" if hit["tags"] else ""
             head = f"\033[35m{path}\033[0m" if color else path
@@ -275,31 +275,45 @@ def _where(link: dict) -> str:
     return link["kind"]
 
 
-def _byte_col(text: str, col: int) -> int:
-    return len(text[: col - 1].encode()) + 1
-
-
-def print_links(res: dict, items: list[dict], fmt: str, mode: str) -> None:
-    """backlinks, links and broken: one line per link."""
+def print_links(res: dict, items: list[dict], fmt: str, mode: str, null: bool = False) -> None:
+    """backlinks, links and broken: one line per link. Every column printed is a byte column
+    (as rg and Vim count), but --format emacs's, in characters."""
     w = sys.stdout.write
     if fmt == "paths":
         seen = dict.fromkeys(it["path"] if mode != "links" else it["resolved"]
                              for it in items if mode != "links" or it.get("resolved"))
         for p in seen:
-            w(p + "\n")
+            w(p + ("\0" if null else "\n"))
         return
     for it in items:
         src = it.get("path", res.get("note", ""))
-        if fmt == "vimgrep":
-            text = it.get("text", it["raw"])
-            col = it.get("byte_col") or (_byte_col(text, it["col"]) if "text" in it else 1)
-            w(f"{src}:{it['line']}:{col}:{text if mode == 'backlinks' else it['raw'] + '  -> ' + _where(it)}\n")
-        elif mode == "backlinks":
-            w(f"{src}:{it['line']}:{it['col']}: {it.get('text', it['raw']).strip()}\n")
+        byte_col = it.get("byte_col", it["col"])
+        said = it.get("text", it["raw"]) if mode == "backlinks" else f"{it['raw']}  -> {_where(it)}"
+        if fmt != "human":
+            w(located(src, it["line"], it["col"], byte_col, said, fmt, null))
         elif mode == "links":
-            w(f"{it['line']:>5}:{it['col']:<4} {it['raw']}  -> {_where(it)}\n")
+            w(f"{it['line']:>5}:{byte_col:<4} {said}\n")
         else:
-            w(f"{src}:{it['line']}:{it['col']}: {it['raw']}  -> {_where(it)}\n")
+            w(f"{src}:{it['line']}:{byte_col}: {said.strip()}\n")
+
+
+def print_grep(res: dict, fmt: str, null: bool = False) -> None:
+    w = sys.stdout.write
+    if fmt == "paths":
+        for p in dict.fromkeys(m["path"] for m in res["matches"]):
+            w(p + ("\0" if null else "\n"))
+    elif fmt != "human":
+        for m in res["matches"]:
+            w(located(m["path"], m["line"], m["col"], m["byte_col"], m["text"], fmt, null))
+    else:  # as rg prints to a terminal: the path, then line:text
+        color, last = _color(), None
+        for m in res["matches"]:
+            if m["path"] != last:
+                w(("\n" if last is not None else "") + (f"\033[35m{m['path']}\033[0m" if color else m["path"]) + "\n")
+                last = m["path"]
+            w(f"{m['line']}:{m['byte_col']}:{m['text']}\n")
+    if res["truncated"]:
+        print(f"vaultq: only the first {res['total']} matches (--limit)", file=sys.stderr)
 
 
 def _dot(s: str) -> str:
@@ -380,6 +394,19 @@ def _run(c: _Asker, args) -> int:
         st = c.request("status")
         print(json.dumps(st, ensure_ascii=False, indent=2)) if args.json else print_status(st)
         return EXIT_OK
+    if getattr(args, "null", False) and args.format == "human":
+        print("vaultq: --null goes with --format paths, vimgrep, emacs or grep", file=sys.stderr)
+        return EXIT_USAGE
+    if cmd == "grep":
+        if args.limit < 1:
+            print("vaultq: --limit must be at least 1", file=sys.stderr)
+            return EXIT_USAGE
+        extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
+                                   ("before", args.before), ("case_sensitive", args.case_sensitive),
+                                   ("word", args.word)) if v}
+        res = c.request("grep", q=" ".join(args.query), limit=args.limit, **extra)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
+        return EXIT_OK if res["matches"] else EXIT_NONE
     if cmd == "search":
         if args.limit < 1:
             print("vaultq: --limit must be at least 1", file=sys.stderr)
@@ -393,7 +420,7 @@ def _run(c: _Asker, args) -> int:
         res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
                         after_generation=args.after_generation, **extra)
         _behind(res, args.after_generation)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format)
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format, args.null)
         return EXIT_OK if res["hits"] else EXIT_NONE
     if cmd == "context":
         if args.budget < 1:
@@ -516,18 +543,12 @@ def _run(c: _Asker, args) -> int:
         res = c.request(cmd)
         items = res[cmd]
     elif cmd == "list":
-        if args.null and args.format == "human":
-            print("vaultq: --null goes with --format paths, vimgrep, emacs or grep", file=sys.stderr)
-            return EXIT_USAGE
         res = c.request("list", tag=args.tag, path=args.path, headings=args.headings)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
         return EXIT_OK if res["notes"] else EXIT_NONE
     elif cmd == "resolve":
         if args.col is not None and args.col < 1:
             print("vaultq: --col must be at least 1", file=sys.stderr)
-            return EXIT_USAGE
-        if args.null and args.format == "human":
-            print("vaultq: --null goes with --format vimgrep, emacs or grep", file=sys.stderr)
             return EXIT_USAGE
         res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
         if args.json:
@@ -547,7 +568,7 @@ def _run(c: _Asker, args) -> int:
             p = n["path"]
             print(p if args.format != "human" else f"{p}  {n['title']}")
     else:
-        print_links(res, items, args.format, cmd)
+        print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
 
 
@@ -654,7 +675,7 @@ def _quick(argv: list[str]) -> dict | None:
     and agents make most, read without argparse: importing and building it costs about as
     much as the search. None for anything else, which argparse reads (and explains)."""
     args: dict = dict(socket=None, vault=None, command="search", query=[], limit=10, json=False, format="human",
-                      tag=[], path=[], after=None, before=None, all=False, after_generation=None)
+                      tag=[], path=[], after=None, before=None, all=False, after_generation=None, null=False)
     it = iter(argv)
     command = option = False
     for a in it:
@@ -673,7 +694,7 @@ def _quick(argv: list[str]) -> dict | None:
         elif a in ("-n", "--limit", "--format"):
             option = True
             val = next(it, "")
-            if a == "--format" and val in ("human", "paths", "vimgrep"):
+            if a == "--format" and val in ("human", "paths", "vimgrep", "emacs", "grep"):
                 args["format"] = val
             elif a != "--format" and val.isdigit():
                 args["limit"] = int(val)

@@ -94,7 +94,10 @@ class LinkGraph:
 
     def links(self, name: str) -> dict:
         path = self.find_note(name)
-        items = [_link_json(r) for r in self.graph.links(path)]
+        items = [dict(path=path, **_link_json(r)) for r in self.graph.links(path)]
+        _add_context(self.root, items, self.config.index.max_file_mb << 20)
+        for it in items:
+            del it["path"]  # the note's own: `note`
         return {"note": path, "title": self.graph.notes[path].title, "links": items}
 
     def neighbourhood(self, name: str, depth: int) -> dict:
@@ -110,6 +113,7 @@ class LinkGraph:
 
     def broken(self) -> dict:
         items = [dict(path=src, **_link_json(r)) for src, r in self._ready_graph().broken()]
+        _add_context(self.root, items, self.config.index.max_file_mb << 20)
         return {"total": len(items), "broken": items}
 
     def orphans(self) -> dict:
@@ -155,10 +159,11 @@ MAX_TEXT = 1000
 
 
 def _add_context(root: Path, items: list[dict], cap: int) -> None:
-    """Give each item the text of the line it stands on, read from its file. Only the lines
-    wanted are read and decoded, and the file split only as far as the last of them: a hub
-    note's backlinks come from hundreds of files, decoding them whole took 0.6 ms each at
-    seed scale. Never past the size cap `cap`: a link is indexed only there."""
+    """Give each item the text of the line it stands on and its `byte_col` (its `col` is in
+    characters), read from its file. Only the lines wanted are read and decoded, and the
+    file split only as far as the last of them: a hub note's backlinks come from hundreds of
+    files, decoding them whole took 0.6 ms each at seed scale. Never past the size cap
+    `cap`: a link is indexed only there."""
     by_path: dict[str, list[dict]] = {}
     for it in items:
         by_path.setdefault(it["path"], []).append(it)

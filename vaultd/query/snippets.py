@@ -29,7 +29,9 @@ class Snippet(msgspec.Struct):
     highlights: list[list[int]]
     """[start, end) offsets in characters of `text`."""
     col: int
-    """1-based byte column of the first match in the file's line, as `rg --vimgrep` gives it."""
+    """1-based character column of the first match in the file's line (Emacs, LSP)."""
+    byte_col: int
+    """The same, a 1-based byte column, as `rg --vimgrep` and Vim give it."""
     heading: str | None = None
     """The heading the line sits under (None above the first heading)."""
 
@@ -317,7 +319,7 @@ def _heading_snippet(h, line: str, matcher: Matcher, tags: set[str]) -> Snippet:
     if matcher:
         spans += [(a, b) for a, b in matcher.spans(line)[0]]
     if not spans:
-        return Snippet(line=h.line, text=line[:MAX_WIDTH], highlights=[], col=1)
+        return Snippet(line=h.line, text=line[:MAX_WIDTH], highlights=[], col=1, byte_col=1)
     return _trim(h.line, line, _merge(spans))
 
 
@@ -327,8 +329,8 @@ def _trim(lineno: int, line: str, spans: list[list[int]]) -> Snippet:
         start = max(0, spans[0][0] - MAX_WIDTH // 4)
     end = start + MAX_WIDTH
     hl = [[a - start, min(b, end) - start] for a, b in spans if start <= a < end]
-    col = len(line[: spans[0][0]].encode()) + 1
-    return Snippet(line=lineno, text=line[start:end], highlights=hl, col=col)
+    byte_col = len(line[: spans[0][0]].encode()) + 1
+    return Snippet(line=lineno, text=line[start:end], highlights=hl, col=spans[0][0] + 1, byte_col=byte_col)
 
 
 def _merge(spans: list[tuple[int, int]]) -> list[list[int]]:
