@@ -1,0 +1,117 @@
+"""editors/vim in the real Vim and Neovim, headless, against the real daemon on
+tests/fixtures/editors (Korean and Japanese lines, a part name with ` - `): every hit of
+:VaultSearch, :VaultBacklinks, :grep and gf puts the cursor on the exact byte the daemon
+says. Without the editor installed, its tests are skipped, saying so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_editors import EDITORS_VAULT, PART, TOKYO
+
+ROOT = Path(__file__).resolve().parents[1]
+DRIVER = ROOT / "tests" / "editors" / "vim_jumps.vim"
+
+
+def _editor(name: str):
+    exe = shutil.which(name)
+    return pytest.param(name, marks=pytest.mark.skipif(
+        exe is None, reason=f"{name} is not installed (apt-get install {'neovim' if name == 'nvim' else name})"))
+
+
+EDITORS = [_editor("vim"), _editor("nvim")]
+
+
+@pytest.fixture
+def ed(tmp_path, make_daemon):
+    v = tmp_path / "ed"
+    shutil.copytree(EDITORS_VAULT, v)
+    return make_daemon(v)
+
+
+def run(editor: str, ed, steps: list[str], tmp_path: Path) -> list[list[str]]:
+    """Run `steps` in `editor` in the vault (see tests/editors/vim_jumps.vim): each landing as
+    [file, line, byte column, text from the cursor on], `ITEMS n` as ["ITEMS", n]."""
+    (tmp_path / "steps.vim").write_text("\n".join(
+        [f"let g:vaultd_vaultq = '{sys.executable}'", "let g:vaultd_args = ['-m', 'vaultd.vaultq']", *steps]) + "\n")
+    out = tmp_path / "out.txt"
+    out.unlink(missing_ok=True)
+    cmd = ["vim", "-Nu", "NONE", "-i", "NONE", "-n", "-es", "-S", str(DRIVER)] if editor == "vim" else \
+        ["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-S", str(DRIVER)]
+    env = {**os.environ, "VAULT": str(ed.vault), "VAULTD_VIM": str(ROOT / "editors" / "vim"),
+           "VAULTD_STEPS": str(tmp_path / "steps.vim"), "VAULTD_OUT": str(out), "VAULTD_SOCKET": str(ed.socket),
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert out.exists(), f"{editor} wrote nothing (exit {r.returncode}): {r.stdout!r} {r.stderr!r}"
+    rows = [line.split("\t") if "\t" in line else line.split(" ", 1) for line in out.read_text().splitlines()]
+    assert not [r for r in rows if r[0] == "ERROR"], rows
+    return rows
+
+
+def landings(rows) -> list[tuple[str, int, int, str]]:
+    return [(f, int(ln), int(col), rest) for f, ln, col, rest in (r for r in rows if len(r) == 4)]
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_vault_search_lands_on_the_byte_of_every_hit(editor, ed, tmp_path):
+    res = ed.request("search", q="splitter", paths="absolute")
+    want = [(h["path"], s["line"], s["byte_col"]) for h in res["hits"] for s in h["snippets"]]
+    rows = run(editor, ed, ["VaultSearch splitter", "visit qf"], tmp_path)
+    got = landings(rows)
+    assert rows[0] == ["ITEMS", str(len(want))] and [g[:3] for g in got] == want
+    assert all(rest.lower().startswith("splitter") for *_, rest in got), got
+    assert {f for f, *_ in got} >= {str(ed.vault / TOKYO), str(ed.vault / PART)}  # Japanese, Korean, ` - `
+    assert any(col > 1 + len("splitter") and rest for _, _, col, rest in got)
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_vault_backlinks_lands_on_the_byte_of_every_link(editor, ed, tmp_path):
+    res = ed.request("backlinks", note="Deep work", paths="absolute")
+    want = [(b["path"], b["line"], b["byte_col"], b["raw"]) for b in res["backlinks"]]
+    rows = run(editor, ed, [r"edit Deep\ work.md", "VaultBacklinks", "visit loc"], tmp_path)
+    got = landings(rows)
+    assert rows[0] == ["ITEMS", str(len(want))] and [g[:3] for g in got] == [w[:3] for w in want]
+    for (*_, rest), (*_, raw) in zip(got, want):
+        assert rest.startswith(raw), (rest, raw)
+    assert {f for f, *_ in got} == {str(ed.vault / p) for p in (TOKYO, PART, "journal/2025-12-01.md",
+                                                                   "notes/가치관.md")}
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_grep_through_grepprg_lands_on_every_occurrence(editor, ed, tmp_path):
+    res = ed.request("grep", q="splitter", paths=str(ed.vault))
+    want = [(str(ed.vault / m["path"]), m["line"], m["byte_col"]) for m in res["matches"]]
+    rows = run(editor, ed, [r"edit Deep\ work.md", "silent grep splitter", "visit qf"], tmp_path)
+    got = landings(rows)
+    assert [g[:3] for g in got] == want and len(want) == 11
+    assert all(rest.lower().startswith("splitter") for *_, rest in got)
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_gf_follows_links_to_their_heading(editor, ed, tmp_path):
+    part_line = (ed.vault / PART).read_text().split("\n")[4]
+    tokyo_line = (ed.vault / TOKYO).read_text().split("\n")[7]
+    at = len(part_line[: part_line.index("[[Deep")].encode()) + 4  # inside the link, past Korean text
+    at2 = len(tokyo_line[: tokyo_line.index("[[file")].encode()) + 10
+    rows = run(editor, ed, [
+        r"edit notes/가치관\ -\ 선택.md", f"call cursor(5, {at})", "normal gf", "land",
+        "edit " + TOKYO, f"call cursor(8, {at2})", "normal gf", "land",
+        r"edit journal/2025-12-01.md", "call cursor(3, 68)", "normal gf", "land",  # [[denote:ID]]
+    ], tmp_path)
+    deep = str(ed.vault / "Deep work.md")
+    assert landings(rows) == [(deep, 8, 1, "## Rules"), (deep, 8, 1, "## Rules"),
+                              (str(ed.vault / TOKYO), 1, 1, "#+title:      東京旅行")]
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_vault_context_lists_its_sections(editor, ed, tmp_path):
+    res = ed.request("context", q="splitter", paths=str(ed.vault))
+    rows = run(editor, ed, ["VaultContext splitter", "visit qf"], tmp_path)
+    assert [(f, ln) for f, ln, *_ in landings(rows)] == [(str(ed.vault / it["path"]), it["first"])
+                                                          for it in res["items"]]
