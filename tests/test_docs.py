@@ -49,7 +49,7 @@ def test_every_operation_has_a_request_a_reply_and_a_documented_method():
 
 def test_a_row_without_a_method_or_a_method_without_a_docstring_is_refused(monkeypatch):
     with pytest.raises(TypeError, match="has no method"):
-        api._bind(ops.Op("remember"))
+        api._bind(ops.Op("forget"))
 
     class Undocumented(api.Operations):
         @api.replies(api.PingReply)
@@ -86,6 +86,7 @@ def test_vaultq_s_arguments_name_request_fields():
 
 def _minimal(op: str) -> dict:
     """The least a request of `op` must carry."""
-    required = {"search": {"q": "x"}, "context": {"q": "x"}, "changes": {"since": 0}, "resolve": {"link": "x"}, "grep": {"q": "x"}}
+    required = {"search": {"q": "x"}, "context": {"q": "x"}, "changes": {"since": 0}, "resolve": {"link": "x"},
+                "grep": {"q": "x"}, "remember": {"text": "x"}}
     return required.get(op, {"note": "x"} if "note" in api.TABLE[op].request.__struct_fields__
                         and op != "split" else {})

@@ -201,6 +201,15 @@ class Split(Request, tag="split"):
     force: bool = False
 
 
+class Remember(Request, tag="remember"):
+    text: _described(str, "What to remember: a fact, a decision, a preference, in a few lines (at most 64 KB of "
+                          "UTF-8). Not written when one section of the vault already holds 80% of its keywords")
+    tags: _described(list[str], "Tags of the entry, each one word of letters, digits and _ (at most 16)") = []
+    source: _described(str | None, "Who remembers it: the agent's or client's name (the MCP server gives its "
+                                   "client's)") = None
+    session: _described(str | None, "The agent's session id, when it has one") = None
+
+
 # -- replies: each operation's answer ----------------------------------------------------
 # Nested items stay dicts (their keys are the parts' own: snippets, links, context items);
 # every top-level key is declared, and one a type lacks is an error (forbid_unknown_fields),
@@ -235,6 +244,7 @@ class StatusReply(Reply):
     graph: str
     writer: bool
     split_mode: str
+    capture: str | None
     index_rebuilt: str | None
     uptime_s: float
     pid: int
@@ -398,6 +408,23 @@ class SplitReply(Reply):
     files: list[str] | UnsetType = UNSET
     dry_run: bool | UnsetType = UNSET
     diff: str | UnsetType = UNSET
+
+
+class RememberReply(Reply):
+    """`written`: the entry is at `path`:`first`-`last` under `heading`, undone by `op`
+    (`vaultq split --undo OP`); `created`: the capture note is new. Not `written`: the
+    section at `path`:`first`-`last` (`heading`, null for a note's opening) holds `overlap`
+    of its keywords. `generation`: the index holds the answer's state from there on."""
+
+    written: bool
+    path: str
+    first: int
+    last: int
+    heading: str | None
+    overlap: float | None
+    op: str | None
+    created: bool
+    generation: int
 
 
 def replies(reply: type[Reply]):
@@ -582,6 +609,14 @@ class Operations:
         if req.note:
             return v.split_note(req.note, req.dry_run)
         raise QueryError("split: give a note, or list, history, all or undo")
+
+    @replies(RememberReply)
+    def remember(self, req: Remember) -> dict:
+        """Append an entry (text, tags, who remembers it) to today's capture note in the vault, unless one
+        section of the vault already holds 80% of its keywords: then nothing is written and the answer names
+        that section (path, lines, heading). Off unless the user set `[capture] folder`; undone with `vaultq
+        split --undo OP`. The entry is searchable when the answer comes."""
+        return self.vault.remember(req.text, req.tags, req.source, req.session)
 
 
 # -- the table: ops.OPS bound to the methods and types here ------------------------------

@@ -141,6 +141,9 @@ def check(config_path, vault, state_dir, log_level, socket, split):
                 "notes already over it are only proposed (`vaultq split --list`)",
         "propose": "vaultd never writes into the vault on its own; `vaultq split --list` proposes",
         "off": "vaultd never writes into the vault on its own"}[cfg.split.mode])
+    click.echo("capture:   " + (f"on: an agent's `remember` appends to the day's capture note in {cfg.capture.folder}/ "
+                                "(undo: `vaultq split --undo OP`)" if cfg.capture.folder else
+                                "off: `remember` is refused ([capture] folder turns it on)"))
     try:
         with so.socket(so.AF_UNIX) as s:
             s.settimeout(5)

@@ -108,6 +108,17 @@ class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     they count towards HOT as a person's reads do, times this (0: not at all)."""
 
 
+CAPTURE_FORMATS = ("md", "org")
+
+
+class Capture(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    folder: str = ""
+    """The folder (relative to the vault) of the capture notes `remember` appends to;
+    empty: `remember` is off and refused."""
+    format: str = "md"
+    """md or org: the format of the daily capture note it creates."""
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     vault: str = ""
     """The vault folder. Required here, with --vault, or in VAULTD_VAULT."""
@@ -121,6 +132,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     search: Search = msgspec.field(default_factory=Search)
     tiers: Tiers = msgspec.field(default_factory=Tiers)
     split: Split = msgspec.field(default_factory=Split)
+    capture: Capture = msgspec.field(default_factory=Capture)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "Config":
@@ -188,6 +200,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             if not ext.startswith("."):
                 raise ConfigError(f"watch.extensions: expected names like '.md', got {ext!r}")
 
+        capture = _check_capture(self.capture, w.extensions, w.ignore_dirs)
+
         name = vault_name(vault)
         state = Path(self.state_dir or _default_state_dir() or xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd" / name)
         state = state.expanduser().resolve()
@@ -200,8 +214,32 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
                 f"must be at most {MAX_SOCKET_PATH}: choose a shorter one with --socket"
             )
         return msgspec.structs.replace(
-            self, vault=str(vault), state_dir=str(state), socket=str(sock), log_level=self.log_level.lower()
+            self, vault=str(vault), state_dir=str(state), socket=str(sock), log_level=self.log_level.lower(),
+            capture=capture,
         )
+
+
+def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str]) -> Capture:
+    """`[capture]` checked: a folder inside the vault that is indexed (not hidden, not
+    ignored, not the journal's), and a format that is watched; the folder written as a
+    vault path (no trailing /). Raises ConfigError."""
+    if c.format not in CAPTURE_FORMATS:
+        raise ConfigError(f"capture.format: expected md or org, got {c.format!r}")
+    if not c.folder:
+        return c
+    if f".{c.format}" not in extensions:
+        raise ConfigError(f"capture.format: {c.format!r} notes are not indexed (watch.extensions)")
+    parts = c.folder.replace("\\", "/").strip("/").split("/")
+    why = ("is absolute: name a folder relative to the vault" if c.folder.startswith("/")
+           else "leads out of the vault (..)" if ".." in parts
+           else "is the vault itself: name a folder inside it, e.g. \"inbox\"" if parts in ([""], ["."])
+           else "is hidden (a name starting with \".\", like vaultd's journal .vaultd/): it would not be indexed"
+           if any(p.startswith(".") for p in parts)
+           else "is in watch.ignore_dirs: it would not be indexed" if any(p in ignore_dirs for p in parts)
+           else "has an empty part (//)" if "" in parts else None)
+    if why:
+        raise ConfigError(f"capture.folder {c.folder!r} {why}")
+    return msgspec.structs.replace(c, folder="/".join(parts))
 
 
 def _default_vault() -> str:

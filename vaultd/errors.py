@@ -84,6 +84,12 @@ class StillIndexing(QueryError):
                          "try again in a moment")
 
 
+class CaptureOff(QueryError):
+    """`remember` was asked, and agent capture is off (no `[capture] folder`)."""
+
+    code = "capture_off"
+
+
 class ProtocolError(VaultdError):
     """A request line that is not valid JSON or not a valid request."""
 

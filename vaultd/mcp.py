@@ -44,7 +44,8 @@ TOOLS = tuple(op.name for op in ops.OPS if op.tool)
 """The operations an agent gets as tools, by name (split, which rewrites notes, is not one)."""
 
 WRITES = frozenset(op.name for op in ops.OPS if op.tool and op.writes)
-"""Tools that change something (the state file's pins; never a note)."""
+"""Tools that change something: the state file's pins; remember, the capture note (and
+only when the user turned capture on)."""
 
 RENAMED = {"q": "query"}
 """Request fields whose name in a tool's arguments says more to a model."""
@@ -55,7 +56,9 @@ Use `context` to load what the notes say about a topic within a token budget, `s
 (ranked, with their best lines), `read` for a note's exact lines or one section, `backlinks`/`links`
 to follow the link graph, `hot` and `recent` for what the user works on now, and `changes` to see
 what changed since an earlier answer's generation. Every path is absolute and every cited line is
-path:line, so you can open the file itself. Reading here never changes a note."""
+path:line, so you can open the file itself. Reading here never changes a note. `remember` keeps a
+short fact for later sessions (when the user turned capture on); it is not written when the notes
+already hold it, and the answer says where."""
 
 REQUEST_TYPES = {name: o.request for name, o in api.TABLE.items()}
 
@@ -113,6 +116,14 @@ def _clean(v):
     return v
 
 
+def _surrogate(v) -> bool:
+    if isinstance(v, str):
+        return any("\ud800" <= ch <= "\udfff" for ch in v)
+    if isinstance(v, dict):
+        return any(_surrogate(k) or _surrogate(x) for k, x in v.items())
+    return isinstance(v, list) and any(map(_surrogate, v))
+
+
 def request_args(op: str, arguments: dict | None) -> dict:
     """The daemon's arguments for tool `op` called with `arguments`, checked against the
     request type (BadArguments says what is wrong, in the tool's own names)."""
@@ -120,6 +131,8 @@ def request_args(op: str, arguments: dict | None) -> dict:
     for k in arguments or ():
         if k in protocol.ENVELOPE or k in RENAMED:  # the face's to set, or known by its tool name only
             raise BadArguments(f"unknown argument {k!r}")
+    if op in WRITES and _surrogate(arguments):  # a write is made of what was sent, or not at all
+        raise BadArguments("a string holds a lone surrogate (not valid Unicode): nothing was written")
     args = {back.get(k, k): _clean(v) for k, v in (arguments or {}).items()}
     try:
         req = msgspec.convert(args, type=REQUEST_TYPES[op])
@@ -247,6 +260,17 @@ def _pin(res: dict) -> str:
     return f"{done} {res['path']}" if res["changed"] else f"{res['path']} was already {done}"
 
 
+def _remember(res: dict) -> str:
+    where = f"{res['path']}:{res['first']}-{res['last']}"
+    if res["written"]:
+        made = " (a new capture note)" if res["created"] else ""
+        return (f"Remembered: {where}{made}, entry {res['heading']}; the user can undo it with "
+                f"`vaultq split --undo {res['op']}` (generation {res['generation']}).")
+    section = f"section “{res['heading']}”" if res["heading"] else "its opening"
+    return (f"Not written: the vault already holds this. {where} ({section}) has {res['overlap']:.0%} of its "
+            "keywords; read it there, or remember only what is new.")
+
+
 def _status(res: dict) -> str:
     keys = ("vault", "notes", "links", "broken", "pending", "generation", "indexing", "graph", "writer", "last_error",
             "version", "pid", "socket", "uptime_s")
@@ -255,7 +279,8 @@ def _status(res: dict) -> str:
 
 TEXT = {"search": _search, "context": _context, "read": _read, "backlinks": _backlinks, "links": _links,
         "hot": _listing("hot", "Nothing is HOT."), "recent": _listing("recent", "No note changed in that time."),
-        "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status, "resolve": _resolve}
+        "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status, "resolve": _resolve,
+        "remember": _remember}
 """Each tool's answer as text; any other operation's reads as its JSON."""
 
 
@@ -269,21 +294,25 @@ def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-async def call(daemon: Daemon, op: str, arguments: dict | None) -> types.CallToolResult:
+async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | None = None) -> types.CallToolResult:
     """Tool `op` called: the daemon's answer as text and as structured content, or an error a
-    model can act on (bad arguments, no such note, the daemon down and how to start it)."""
+    model can act on (bad arguments, no such note, the daemon down and how to start it).
+    `client`: the MCP client's name, the source of what it remembers unless it says one."""
     if op not in TOOLS:
         return _error(f"unknown tool {op!r}: the tools are {', '.join(TOOLS)}")
     try:
         args = request_args(op, arguments)
     except BadArguments as e:
         return _error(f"bad arguments for {op}: {e}")
+    if op == "remember" and args.get("source") is None:
+        args["source"] = client or "an MCP client"
     try:
         res = await daemon.ask_async(op, args)
     except DaemonUnavailable as e:
         return _error(str(e))
     except RequestFailed as e:
-        return _error(e.message if e.code in ("not_found", "ambiguous", "indexing") else f"{e.code}: {e.message}")
+        return _error(e.message if e.code in ("not_found", "ambiguous", "indexing", "capture_off")
+                      else f"{e.code}: {e.message}")
     except Exception as e:  # every call is answered: an exception here left the client waiting for good
         return _error(f"internal: {type(e).__name__}: {e}")
     return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=res)
@@ -348,7 +377,8 @@ def build(socket: str | None = None, vault: str | None = None) -> Server:
         return types.ListToolsResult(tools=tools())
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await call(daemon, params.name, params.arguments)
+        info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)
+        return await call(daemon, params.name, params.arguments, getattr(info, "name", None))
 
     async def on_list_resources(ctx, params) -> types.ListResourcesResult:
         return await list_resources(daemon)

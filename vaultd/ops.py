@@ -34,7 +34,7 @@ class Cli:
 class Op:
     """One operation: its name (the request's `op`), its vaultq command (`cli`, None for
     none), whether it is an MCP tool (`tool`), and whether it changes anything (`writes`:
-    the state file's pins, or the vault)."""
+    the state file's pins, or the vault: split, remember)."""
 
     __slots__ = ("name", "cli", "tool", "writes")
 
@@ -155,6 +155,14 @@ OPS = (
                        "help": "restore every file these operations touched, newest first (--undo --all: all of them)"}),
         (("--force",), {"action": "store_true", "help": "with --undo: even if files changed since"}),
         JSON), writes=True),
+    Op("remember", Cli(
+        "append TEXT to the day's capture note, unless the vault holds it already (needs [capture] folder)",
+        (("text",), {"metavar": "TEXT", "help": "what to remember (-: read it from standard input)"}),
+        (("--tag",), {"action": "append", "default": [], "dest": "tags", "metavar": "T",
+                      "help": "a tag of the entry, one word (repeatable)"}),
+        (("--source",), {"help": "who remembers it (default: claude-code under Claude Code, else vaultq)"}),
+        (("--session",), {"metavar": "ID", "help": "the agent's session id"}),
+        JSON), tool=True, writes=True),
 )
 """Every operation, in the order vaultq's help, the MCP tool list and the README give them."""
 

@@ -1,7 +1,7 @@
 """Vault: the facade every caller uses. It owns the index, the link graph, the note table
 and the state file (store/), and its operations come from the stage each belongs to:
 ingest (reconcile, apply, the change log), query (search, grep, the link graph, the
-working set) and split (the splitter's operations, auto-split)."""
+working set), split (the splitter's operations, auto-split) and capture (`remember`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from . import __version__
+from .capture.remember import Capture
 from .config import Config
 from .ingest.filters import NoteFilter
 from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
@@ -31,7 +32,7 @@ from .store.state import StateStore
 logger = logging.getLogger("vaultd.vault")
 
 
-class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits):
+class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
     def __init__(self, config: Config):
         self.config = config
         self.root = Path(config.vault)
@@ -124,6 +125,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits):
             "graph": "ready" if self.graph else "building",
             "writer": self._writer.fd is not None,
             "split_mode": self.config.split.mode,
+            "capture": self.config.capture.folder or None,
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
             "indexing": self.indexing,

@@ -472,8 +472,8 @@ def _run(c: _Asker, args) -> int:
                 print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
         elif args.history:
             for e in res["history"]:
-                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else \
-                    f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
+                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else "an entry remembered" \
+                    if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
                 print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
         elif undo:
             if not res["undone"]:
@@ -504,6 +504,8 @@ def _run(c: _Asker, args) -> int:
             for p in res["parts"]:
                 print(f"  {p}")
         return EXIT_OK
+    if cmd == "remember":
+        return _remember(c, args)
     if cmd == "read":
         try:
             lines = _lines(args.lines)
@@ -570,6 +572,39 @@ def _run(c: _Asker, args) -> int:
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
+
+
+def _remember(c: _Asker, args) -> int:
+    """Remember TEXT (- : standard input): where it was written, or where the vault holds it
+    already (exit 0 either way)."""
+    if args.text == "-":
+        raw = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            print(f"vaultq: standard input is not UTF-8 (byte {e.start}); nothing was written", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        text = args.text
+    for name, val in (("TEXT", text), ("--session", args.session), ("--source", args.source), *(
+            ("--tag", t) for t in args.tags)):
+        try:
+            (val or "").encode("utf-8")
+        except UnicodeEncodeError:  # argv bytes that are not UTF-8 arrive as lone surrogates
+            print(f"vaultq: {name} is not valid UTF-8; nothing was written", file=sys.stderr)
+            return EXIT_USAGE
+    source = args.source or ("claude-code" if os.environ.get("CLAUDECODE", "") not in ("", "0") else "vaultq")
+    res = c.request("remember", text=text, tags=args.tags, source=source, session=args.session)
+    where = f"{res['path']}:{res['first']}-{res['last']}"
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    elif res["written"]:
+        print(f"remembered in {where}{' (a new capture note)' if res['created'] else ''} "
+              f"(undo: vaultq split --undo {res['op']})")
+    else:
+        section = f"“{res['heading']}”" if res["heading"] else "its opening"
+        print(f"not written: {where} {section} already holds {res['overlap']:.0%} of its keywords")
+    return EXIT_OK
 
 
 def _generic(c: _Asker, cmd: str, args) -> int:
@@ -754,7 +789,7 @@ def _ask(args, cwd: str, me: str) -> int:
             return EXIT_INDEXING
         if e.code == "bad_request" and "unknown field" in e.message:
             e.message += " (is the running vaultd older than this vaultq? restart it)"
-        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous") else f"{me}: {e.code}: {e.message}",
+        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off") else f"{me}: {e.code}: {e.message}",
               file=sys.stderr)
         return EXIT_NONE if e.code == "not_found" else EXIT_USAGE
     except ValueError as e:  # a hook's bad option

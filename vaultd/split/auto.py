@@ -146,9 +146,9 @@ class Splits:
             return False
         return as_written(self.state.state, path, st.st_mtime_ns, st.st_size)
 
-    def _write(self, plan: split.Plan, kind: str = split.SPLIT) -> dict:
+    def _write(self, plan: split.Plan, kind: str = split.SPLIT, mode: int | None = None) -> dict:
         """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
-        and index it. Returns the journal entry."""
+        and index it. Returns the journal entry. `mode`: of the files it makes (see split.apply)."""
         user = {}  # each file's time of change as the user left it: parts take the note's
         for c in plan.changes:
             n = self.notes.get(c.path)
@@ -156,7 +156,7 @@ class Splits:
         note_ns = user.get(plan.note, 0)
         with self._split_lock:
             self._writing()
-            entry = split.apply(plan, self.root, self.journal, kind)
+            entry = split.apply(plan, self.root, self.journal, kind, mode)
         self._wrote([c.path for c in plan.changes], {p: ns or note_ns for p, ns in user.items()})
         return entry
 
@@ -230,11 +230,11 @@ class Splits:
                 if undone:
                     raise QueryError(f"{e} (undid {', '.join(undone)} before it)") from None
                 raise QueryError(str(e)) from None
-            note = entry["note"]
-            if entry.get("kind", split.SPLIT) == split.SPLIT:
+            note, kind = entry["note"], entry.get("kind", split.SPLIT)
+            if kind == split.SPLIT:
                 self._kept_whole[note] = op
                 self._done.pop(note, None)
-            else:  # a stale save's removal undone: the split stands again
+            elif kind == split.STALE:  # a stale save's removal undone: the split stands again
                 self._kept_whole.pop(note, None)
             if self.config.split.mode == "auto" and note in self._kept_whole:
                 logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
@@ -254,6 +254,9 @@ class Splits:
         return f"{why}: auto-split leaves it whole (`vaultq split` splits it by hand)"
 
     def _announce_split(self) -> None:
+        if folder := self.config.capture.folder:
+            logger.warning("agent capture is on: `remember` appends agents' entries to the day's capture note in %s/ "
+                           "(each undoable: `vaultq split --undo OP`); unset [capture] folder to turn it off", folder)
         cfg = self.config.split
         over = sum(1 for n in self.notes.values() if n.size > cfg.threshold)
         if cfg.mode == "off":

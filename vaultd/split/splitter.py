@@ -643,10 +643,11 @@ and the record of which notes the user wants whole), so it goes with the vault, 
 a state folder that may be deleted, and every vaultd on the vault reads the same one.
 Created at the first split, never before; a dot folder, so never indexed."""
 
-_README = b"""This folder is vaultd's split journal: one file per split, holding every file the
-split changed as it was before and after. It is how `vaultq split --undo OP` puts a
-note back, and how vaultd knows which notes you want kept whole. Keep it with the vault
-(it is private: only you can read it). Deleting it loses the undo of past splits.
+_README = b"""This folder is vaultd's split journal: one file per split (and per entry an agent
+remembered, when [capture] is on), holding every file it changed as it was before and
+after. It is how `vaultq split --undo OP` puts a note back, and how vaultd knows which
+notes you want kept whole. Keep it with the vault (it is private: only you can read it).
+Deleting it loses the undo of past splits.
 """
 
 
@@ -788,14 +789,16 @@ class WriterLock:
             self.fd = self.folder = None
 
 
-SPLIT, STALE = "split", "stale save"
-"""Journal entry kinds: a split; the duplicate a stale editor buffer made, removed."""
+SPLIT, STALE, CAPTURE = "split", "stale save", "capture"
+"""Journal entry kinds: a split; the duplicate a stale editor buffer made, removed; an
+entry `remember` appended to a capture note (capture/)."""
 
 
 def last_entries(journal: Journal) -> dict[str, dict]:
     """Each note's last operation that took effect (done or undone), by note."""
     # op names sort by time; an operation that never happened (aborted, rolled back) says nothing
-    return {e["note"]: e for e in journal.all() if e.get("note") and e.get("status") in ("done", "undone")}
+    return {e["note"]: e for e in journal.all() if e.get("note") and e.get("status") in ("done", "undone")
+            and e.get("kind", SPLIT) in (SPLIT, STALE)}  # an entry remembered says nothing of splits
 
 
 def kept_whole(journal: Journal) -> dict[str, str]:
@@ -885,8 +888,9 @@ def _unrewrite(c: FileChange, cur: bytes) -> bytes:
     return b"".join(lines)
 
 
-def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
-    """Write the plan through the journal. Returns the done entry."""
+def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT, mode: int | None = None) -> dict:
+    """Write the plan through the journal. Returns the done entry. Files it creates get
+    `mode`, by default the note's (which must exist then)."""
     now = time.time_ns()  # in the hash too: two operations on one note within a second are two
     op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(f"{plan.note}\0{now}".encode()).hexdigest()[:6]
     entry = {
@@ -897,13 +901,15 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
     journal.save(entry)
     _crash_point(1)
     written: dict[str, tuple[FileChange, os.stat_result | None]] = {}
-    mode = os.stat(vault / plan.note).st_mode & 0o7777  # the parts: as private as the note
+    if mode is None:
+        mode = os.stat(vault / plan.note).st_mode & 0o7777  # the parts: as private as the note
+    doing, nothing = ("remembering", "nothing was written") if kind == CAPTURE else ("splitting", "nothing was split")
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
             current = _read(p, c.before)
             if current != c.before:
-                raise SplitError(f"{c.path} changed while splitting; nothing was split")
+                raise SplitError(f"{c.path} changed while {doing}; {nothing}")
             if c.after is None:
                 p.unlink()
                 written[c.path] = (c, None)
@@ -912,7 +918,7 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT) -> dict:
                 try:
                     written[c.path] = (c, write_atomic(p, c.after, mode, new=c.before is None))
                 except FileExistsError:
-                    raise SplitError(f"{c.path} was created by someone else while splitting; nothing was split")
+                    raise SplitError(f"{c.path} was created by someone else while {doing}; {nothing}")
             _crash_point(step)
     except BaseException:
         _restore(vault, [c for c, _ in written.values()], mode, mine={p: st for p, (_, st) in written.items()})
@@ -988,6 +994,11 @@ def recover(vault: Path, journal: Journal) -> list[str]:
     return touched
 
 
+def _kind(entry: dict) -> str:
+    """An operation as a message names it."""
+    return "remembered entry" if entry.get("kind") == CAPTURE else "split"
+
+
 def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
     """Raise SplitError unless every one of `ops` (newest first) can be undone in that order:
     each done, each file as the op wrote it, or written since by a newer one of `ops`
@@ -996,10 +1007,10 @@ def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
     for op in ops:
         entry = journal.load(op)
         if entry["status"] != "done":
-            raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
+            raise SplitError(f"{_kind(entry)} {op} is {entry['status']}, not done: nothing to undo")
         for c in _changes(entry, vault):
             if c.path not in later and _read(vault / c.path, c.after) != c.after:
-                raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
+                raise SplitError(f"{c.path} changed since {_kind(entry)} {op}; undo would lose that (use --force)")
         later.update(c.path for c in _changes(entry, vault))
 
 
@@ -1007,14 +1018,14 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
     """Restore the pre-image of every file a done split touched."""
     entry = journal.load(op)
     if entry["status"] != "done":
-        raise SplitError(f"split {op} is {entry['status']}, not done: nothing to undo")
+        raise SplitError(f"{_kind(entry)} {op} is {entry['status']}, not done: nothing to undo")
     changes = _changes(entry, vault)
     if not force:
         for c in changes:
             p = vault / c.path
             current = _read(p, c.after)
             if current != c.after:
-                raise SplitError(f"{c.path} changed since split {op}; undo would lose that (use --force)")
+                raise SplitError(f"{c.path} changed since {_kind(entry)} {op}; undo would lose that (use --force)")
     touched = []
     try:
         mode = os.stat(vault / entry["note"]).st_mode & 0o7777  # files it brings back: as private as the note

@@ -1,0 +1,1 @@
+"""Agent capture: `remember` appends an agent's entry to a capture note, through the split journal."""

@@ -1,0 +1,191 @@
+"""What `remember` writes, and how it tells an entry the vault already holds. Pure: text
+in, text out (remember.py does the reading, searching and writing).
+
+A capture note is one note a day in the capture folder, named as Denote names a note
+made then: `20261201T143205--capture-2026-12-01__capture.md` (the identifier is the time
+the day's first entry was remembered; the title "Capture 2026-12-01"; the keyword
+`capture`), with Denote's front matter (`#+title:` and the rest in Org). Each entry is a
+top-level heading, the time it was remembered, then its text, then one line saying who
+remembered it (source, session, time with its offset) and its tags:
+
+    # 14:32:05
+
+    The user prefers tabs to spaces in Python.
+
+    Remembered by claude-code, session 9f2c1d7e, 2026-12-01T14:32:05+09:00. #python #style
+
+In Org the heading carries the tags (`* 14:32:05 :python:style:`) and the rest goes in
+its property drawer (SOURCE, SESSION, CREATED). An entry's lines that would read as a
+heading are escaped (Markdown `\\#`, Org a leading space), and a code fence it leaves
+open is closed, so each entry stays one section and never swallows the next.
+
+Keywords (what dedup compares): the entry's words as the index stems them (English
+Snowball stems, lower-cased), less stop words and one-letter words, plus the bigrams of
+its Hangul/Han/Kana runs (as the index matches Korean: `가치관이` gives 가치, 치관, 관이).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from ..parse.common import fence_step
+from ..parse.markdown import _ATX
+from ..query.ranking import _STOP, _split, bigrams
+
+MAX_BYTES = 64 << 10
+"""The most text one entry may hold, in UTF-8 bytes: a thing to remember, not a document."""
+MAX_TAGS = 16
+MAX_FIELD = 200
+"""The longest source or session name, in characters."""
+KEYWORD = "capture"
+"""The Denote keyword (and tag) of every capture note."""
+OVERLAP = 0.8
+"""An entry is already known when this share of its keywords is in one section..."""
+MIN_KEYWORDS = 3
+"""...and it has at least this many; one with fewer is known only when a section's
+keywords are exactly its own (the same short entry remembered before)."""
+
+_TAG = re.compile(r"\w*[^\W\d_]\w*")
+"""A tag: one word of letters, digits and _, with a letter (as Markdown `#tags`, Org tags
+and Denote keywords all read one)."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_ORG_HEADING = re.compile(r"^\*+[ \t]")
+
+
+class BadEntry(ValueError):
+    """An entry that cannot be remembered as given, and why (nothing was written)."""
+
+
+def check(text: str, tags: list[str], source: str | None, session: str | None) -> tuple[str, list[str]]:
+    """The entry's text (line ends made LF, blank lines around it dropped) and its tags
+    (each once); BadEntry saying what is wrong."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise BadEntry(f"text is not valid Unicode: it holds a lone surrogate (U+{ord(text[e.start]):04X}) at "
+                       f"character {e.start}") from None
+    if size > MAX_BYTES:
+        raise BadEntry(f"text is {size} bytes; remember takes at most {MAX_BYTES} (64 KB): remember the gist, or "
+                       "write it as a note of its own")
+    text = text.replace("\r\n", "\n")
+    if m := _CONTROL.search(text):
+        raise BadEntry(f"text holds a control character (U+{ord(m.group()):04X}) at character {m.start()}")
+    text = "\n".join(line.rstrip() for line in text.strip("\n").split("\n")).strip("\n")
+    if not text.strip():
+        raise BadEntry("text is empty: nothing to remember")
+    for name, val in (("source", source), ("session", session)):
+        if val is not None and (not val.strip() or len(val) > MAX_FIELD or _CONTROL.search(val) or "\n" in val):
+            raise BadEntry(f"{name} {val[:40]!r}: expected one line of 1 to {MAX_FIELD} characters")
+        if val is not None:
+            try:
+                val.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadEntry(f"{name} is not valid Unicode (a lone surrogate)") from None
+    if len(tags) > MAX_TAGS:
+        raise BadEntry(f"{len(tags)} tags; at most {MAX_TAGS}")
+    for t in tags:
+        if not _TAG.fullmatch(t) or len(t) > 64:
+            raise BadEntry(f"tag {t[:70]!r}: a tag is one word of letters, digits and _ with a letter, at most 64 "
+                           "characters (no spaces, no #, no :)")
+    return text, list(dict.fromkeys(tags))
+
+
+# -- keywords and the dedup rule ---------------------------------------------------------
+
+
+def keywords(text: str) -> set[str]:
+    """The content words of `text` as the index stems them, and its CJK bigrams (see the
+    module's doc)."""
+    stems, cjk = _split(text)
+    words = {s for s in stems if s not in _STOP and len(s) > 1}
+    return words | {g for run in cjk for g in bigrams(run)}
+
+
+def overlap(entry: set[str], section: set[str]) -> float:
+    """The share of the entry's keywords the section holds (0 for an entry with none)."""
+    return len(entry & section) / len(entry) if entry else 0.0
+
+
+def known(entry: set[str], section: set[str]) -> bool:
+    """Whether a section already says what the entry says (see OVERLAP, MIN_KEYWORDS)."""
+    if len(entry) >= MIN_KEYWORDS:
+        return overlap(entry, section) >= OVERLAP
+    return bool(entry) and entry == section
+
+
+def query(text: str, most: int = 32) -> str:
+    """A search for the entry's content words (as typed: the search stems them), and its
+    CJK runs: plain words only, so nothing in it reads as an operator."""
+    seen: dict[str, None] = {}
+    for w in re.findall(r"\w+", text):
+        if len(w) > 1 and not (w.isascii() and keywords(w) == set()):
+            seen.setdefault(w.lower(), None)
+    return " ".join(list(seen)[:most])
+
+
+# -- the capture note ---------------------------------------------------------------------
+
+
+def title(day: dt.date) -> str:
+    return f"Capture {day.isoformat()}"
+
+
+def file_name(ident: str, day: dt.date, fmt: str) -> str:
+    """The day's capture note, named as Denote names a note titled `title(day)` made at `ident`."""
+    return f"{ident}--capture-{day.isoformat()}__{KEYWORD}.{fmt}"
+
+
+def name_pattern(day: dt.date, fmt: str) -> re.Pattern:
+    """What the day's capture note is called, whenever it was made that day."""
+    return re.compile(rf"\d{{8}}T\d{{6}}--capture-{day.isoformat()}__{KEYWORD}\.{fmt}")
+
+
+def front_matter(fmt: str, ident: str, now: dt.datetime) -> str:
+    """A new capture note's head, as Denote writes it."""
+    if fmt == "org":
+        return (f"#+title:      {title(now.date())}\n#+date:       [{now:%Y-%m-%d %a %H:%M}]\n"
+                f"#+filetags:   :{KEYWORD}:\n#+identifier: {ident}\n")
+    return (f'---\ntitle:      "{title(now.date())}"\ndate:       {now.isoformat(timespec="seconds")}\n'
+            f'tags:       ["{KEYWORD}"]\nidentifier: "{ident}"\n---\n')
+
+
+def entry(fmt: str, text: str, tags: list[str], source: str, session: str | None, now: dt.datetime) -> str:
+    """One entry as appended to a capture note (a blank line before it: see `append`)."""
+    when = now.isoformat(timespec="seconds")
+    if fmt == "org":
+        head = f"* {now:%H:%M:%S}" + (f" :{':'.join(tags)}:" if tags else "")
+        props = [f":SOURCE:   {source}"] + ([f":SESSION:  {session}"] if session else []) + \
+            [f":CREATED:  [{now:%Y-%m-%d %a %H:%M:%S}]"]
+        return "\n".join([head, ":PROPERTIES:", *props, ":END:", _safe(fmt, text)]) + "\n"
+    by = f"Remembered by {source}" + (f", session {session}" if session else "") + f", {when}."
+    if tags:
+        by += " " + " ".join(f"#{t}" for t in tags)
+    return f"# {now:%H:%M:%S}\n\n{_safe(fmt, text)}\n\n{by}\n"
+
+
+def append(before: bytes, new: str) -> bytes:
+    """`before` with the entry `new` after it: a line end where it had none, then a blank line."""
+    if not before:
+        return new.encode()
+    sep = b"" if before.endswith(b"\n\n") else b"\n" if before.endswith(b"\n") else b"\n\n"
+    return before + sep + new.encode()
+
+
+def _safe(fmt: str, text: str) -> str:
+    """The entry's lines as they must stand in the note to stay one section of it."""
+    out = []
+    if fmt == "org":
+        return "\n".join(" " + ln if _ORG_HEADING.match(ln) else ln for ln in text.split("\n"))
+    fence = None
+    for ln in text.split("\n"):
+        if "```" in ln or "~~~" in ln or fence is not None:
+            is_fence, fence = fence_step(ln, fence)
+            if is_fence or fence is not None:
+                out.append(ln)
+                continue
+        m = _ATX.match(ln)
+        out.append(ln[: m.start(1)] + "\\" + ln[m.start(1):] if m else ln)
+    if fence is not None:  # left open: closed here, or it would hold every entry after it
+        out.append(" " * fence[1] + fence[0])
+    return "\n".join(out)
