@@ -42,7 +42,7 @@ class Splits:
         if not self._may_write():
             holder = self._writer.holder()
             raise split.SplitError(f"another vaultd{f' (pid {holder})' if holder else ''} writes into this vault: "
-                                   "only it splits and undoes; this one indexes and answers (nothing was changed)")
+                                   "only it splits, undoes and remembers; this one indexes and answers (nothing was changed)")
 
     # -- split ------------------------------------------------------------------
 
