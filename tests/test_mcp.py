@@ -73,7 +73,7 @@ def test_tools_schemas_and_every_answer_equal_to_the_socket_operations(daemon):
         assert t.input_schema == input_schema(t.name)
         own = set(types[t.name].__struct_encode_fields__) - set(protocol.ENVELOPE)
         assert set(t.input_schema["properties"]) == {"query" if f == "q" else f for f in own}, t.name
-        assert t.description and t.annotations.read_only_hint == (t.name not in ("pin", "unpin"))
+        assert t.description and t.annotations.read_only_hint == (t.name not in ("pin", "unpin", "remember"))
     search = input_schema("search")
     assert search["required"] == ["query"] and {"query", "limit", "tag", "path", "after", "before", "scope"} <= \
         set(search["properties"]) and search["properties"]["limit"]["minimum"] == 1

@@ -612,10 +612,11 @@ class Operations:
 
     @replies(RememberReply)
     def remember(self, req: Remember) -> dict:
-        """Append an entry (text, tags, who remembers it) to today's capture note in the vault, unless one
-        section of the vault already holds 80% of its keywords: then nothing is written and the answer names
-        that section (path, lines, heading). Off unless the user set `[capture] folder`; undone with `vaultq
-        split --undo OP`. The entry is searchable when the answer comes."""
+        """Keep a short fact for later sessions: append it to today's capture note in the vault, unless one
+        section of the vault already holds 80% of its keywords (then nothing is written, and the answer names
+        that section: path, lines, heading). Each entry carries its time, source, session and tags. Off unless
+        the user set `[capture] folder`; the user undoes an entry with `vaultq split --undo OP`. The entry is
+        searchable when the answer comes."""
         return self.vault.remember(req.text, req.tags, req.source, req.session)
 
 
