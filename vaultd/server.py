@@ -198,6 +198,8 @@ class Server:
         if self.vault is not None:
             self.vault.stopping.set()  # a first index of a big vault must not hold up a stop
         if self._listener is not None:
+            with suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop now, not at its next timeout
             self._listener.close()
         with suppress(FileNotFoundError):
             os.unlink(self.socket_path)
