@@ -48,15 +48,16 @@ def test_two_vaults_with_the_same_folder_name_get_distinct_state(tmp_path):
     assert ca.state_dir != cb.state_dir and ca.socket != cb.socket
 
 
-def test_socket_falls_back_to_a_private_folder_without_xdg_runtime_dir(vault, monkeypatch, tmp_path):
+def test_socket_falls_back_to_a_private_folder_without_xdg_runtime_dir(vault, monkeypatch, short_dir):
     from vaultd import paths
 
-    monkeypatch.setattr(paths, "SESSION_RUNTIME", str(tmp_path / "no-login" / "{uid}"))
+    # short_dir, not tmp_path: the socket goes under it, and tmp_path can pass the 107-byte limit
+    monkeypatch.setattr(paths, "SESSION_RUNTIME", str(short_dir / "no-login" / "{uid}"))
     cfg = Config(vault=str(vault)).load()
     assert Path(cfg.socket).parent.name.startswith("vaultd-")
-    session = tmp_path / "run-user" / str(os.getuid())  # a login's runtime folder, the variable unset
+    session = short_dir / "run-user" / str(os.getuid())  # a login's runtime folder, the variable unset
     session.mkdir(parents=True)
-    monkeypatch.setattr(paths, "SESSION_RUNTIME", str(tmp_path / "run-user" / "{uid}"))
+    monkeypatch.setattr(paths, "SESSION_RUNTIME", str(short_dir / "run-user" / "{uid}"))
     assert Path(Config(vault=str(vault)).load().socket).parent == session / "vaultd"
 
 
