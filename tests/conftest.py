@@ -57,6 +57,17 @@ def short_dir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def mem_tmp(prefix: str = "vaultd-mem-") -> tempfile.TemporaryDirectory:
+    """A temp folder in memory (/dev/shm) where there is one, else in the usual temp dir: for
+    tests of logic run over many generated vaults (split, link rewriting), where each
+    index commit's and split journal's fsyncs on a disk cost more than the rest of the
+    example. Tests of what the file system does (watching, inode and ctime, crashes,
+    permissions) stay on tmp_path. (test_link_syntax.py's `fast_tmp` does the same.)"""
+    shm = "/dev/shm"
+    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return tempfile.TemporaryDirectory(prefix=prefix, dir=base)
+
+
 def wait_for(pred, timeout: float, interval: float = 0.01):
     """Poll `pred` until it returns something truthy; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
