@@ -193,6 +193,23 @@ def mcp_server(socket, vault, log_level):
     serve(socket, vault)
 
 
+@cli.command("lsp")
+@click.option("--socket", help="The daemon's socket (default: $VAULTD_SOCKET, else the daemon of --vault, else that "
+                               "of the vault around each file, or the only one running).")
+@click.option("--vault", type=click.Path(file_okay=False), help="Use the daemon of this vault.")
+@click.option("--stdio", is_flag=True, help="Talk on stdin/stdout (the only way; accepted as editors pass it).")
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
+              help="Log verbosity (to stderr; stdout is the protocol).")
+def lsp_server(socket, vault, stdio, log_level):
+    """Serve the running daemon to an editor: a Language Server on stdin/stdout for Markdown
+    and Org buffers (definition, references, completion, diagnostics, hover, symbols). Start
+    the daemon itself with `vaultd run`."""
+    setup_logging(log_level)
+    from .lsp import run as serve
+
+    serve(socket, vault)
+
+
 @cli.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the Note as JSON.")

@@ -1,0 +1,730 @@
+"""`vaultd lsp`: a Language Server (pygls) over the running daemon, for Markdown and Org buffers.
+
+A face like vaultq and the MCP server: what the vault knows comes from the daemon's
+operations, asked over its socket (found as vaultq finds it, from the buffer's folder: the
+daemon of the vault around the file). What the buffer says comes from the buffer itself: its
+current text, saved or not, is read by vaultd's own parser (vaultd/parse, pure), so every link
+syntax vaultd reads is a link here, at the line and column vaultd gives it, and only where
+it leads is asked of the daemon.
+
+- definition: the note (and heading or block line) the link under the cursor leads to; every
+  candidate of an ambiguous one.
+- references: the backlinks of the note, or of the heading under the cursor, or of the place
+  the link under the cursor leads to.
+- completion: link targets after `[[` (titles, aliases, Denote identifiers, and in Org
+  `denote:`/`file:` links), headings after `[[Note#` and `::*`, blocks after `#^`; tags
+  after `#` (Markdown) and in Org tag lists.
+- diagnostics: broken and ambiguous links (with the candidates), as the buffer stands.
+- hover: the target's title, tags and first lines; document symbols: the buffer's
+  headings; workspace symbols: a search.
+
+Positions are in the encoding the client and server agreed on (UTF-16 unless the client
+offers another), converted from vaultd's character columns line by line. When the daemon is
+down every request answers nothing and the client is told once, in words that say how to
+start it, until it answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from lsprotocol import types as t
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path
+
+from . import __version__
+from .client import Client, RequestFailed
+from .errors import DaemonUnavailable
+from .note import Heading, Link, Note, headings_of
+from .parse import parse_lines
+from .paths import pick_socket
+from .store.graph import Graph
+
+logger = logging.getLogger("vaultd.lsp")
+
+NOTE_SUFFIXES = (".md", ".org")
+DEBOUNCE_S = 0.3
+"""Quiet time after a change before the buffer's links are checked again."""
+FIRST_LINES = 8
+"""Lines of a note a hover shows, from its heading or block (or its top)."""
+COMPLETIONS = 200
+"""Link targets offered at most for one completion (the client filters as you type)."""
+
+
+# -- the daemon --------------------------------------------------------------------------
+
+
+class Daemon:
+    """The running vaultd, asked over a fresh connection each time (it may be restarted
+    between requests): the one given (--socket, --vault), else the one of the vault around
+    the folder asked from. Paths come back absolute."""
+
+    def __init__(self, socket: str | None = None, vault: str | None = None):
+        self.socket, self.vault = socket, vault
+
+    @contextmanager
+    def session(self, near: str | None):
+        """A connection to the daemon for the file or folder `near`; several requests may
+        go over it. Raises DaemonUnavailable."""
+        cwd = near if near and os.path.isdir(near) else os.path.dirname(near) if near else None
+        with Client(pick_socket(self.socket, self.vault, cwd=cwd), timeout=10.0) as c:
+            yield _Session(c)
+
+    def ask(self, near: str | None, op: str, **args) -> dict:
+        with self.session(near) as s:
+            return s.ask(op, **args)
+
+
+class _Session:
+    def __init__(self, client: Client):
+        self.client = client
+
+    def ask(self, op: str, **args) -> dict:
+        return self.client.request(op, paths="absolute", **args)
+
+
+# -- the buffer: its text through vaultd's own parser ------------------------------------
+
+
+class Buffer:
+    """An open document as vaultd reads it: the Note its current text parses to (links,
+    headings, blocks, tags with their lines and character columns) and its lines."""
+
+    def __init__(self, path: str, text: str, vault: str | None):
+        self.path = path
+        self.vault = vault
+        self.rel = os.path.relpath(path, vault) if vault and _inside(path, vault) else os.path.basename(path)
+        self.org = path.lower().endswith(".org")
+        self.note, _ = parse_lines(self.rel, text.encode("utf-8", "surrogatepass"))
+        self.lines = text.split("\n")
+        self.bom = text.startswith("\ufeff")  # the parser drops it: line 1's columns are one more here
+
+    @property
+    def links(self) -> list[Link]:
+        return self.note.links
+
+    @property
+    def headings(self) -> list[Heading]:
+        return headings_of(self.note)
+
+    def col0(self, link: Link) -> int:
+        """The link's 0-based character column in this buffer's line."""
+        return link.col - 1 + (1 if self.bom and link.line == 1 else 0)
+
+    def span(self, link: Link) -> tuple[int, int, int, int]:
+        """(line, char, end line, end char), 0-based characters, of the link's text."""
+        first, *rest = link.raw.split("\n")
+        start = self.col0(link)
+        if rest:  # an Org description that goes on in the next line
+            return link.line - 1, start, link.line, len(rest[-1])
+        return link.line - 1, start, link.line - 1, start + len(first)
+
+    def link_at(self, line: int, char: int) -> Link | None:
+        """The link under 0-based (line, character), end inclusive (the cursor just past it)."""
+        for ln in self.links:
+            a, b, c, d = self.span(ln)
+            if (a, b) <= (line, char) <= (c, d):
+                return ln
+        return None
+
+    def local(self, link: Link):
+        """Where a link within this buffer (`[[#Heading]]`, `[[*Heading]]`) leads, read from
+        the buffer's own headings and blocks: a graph of this one note."""
+        g = Graph({self.rel: self.note})
+        return g.resolve(self.note, link)
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.realpath(path).startswith(os.path.join(os.path.realpath(root), ""))
+
+
+def file_lines(path: str) -> list[str]:
+    """A file's lines as vaultd reads them (UTF-8, bad bytes replaced, CRLF folded)."""
+    from .parse import decode
+
+    try:
+        with open(path, "rb") as f:
+            return decode(f.read())[0].split("\n")
+    except OSError:
+        return []
+
+
+# -- where links lead, asked of the daemon ----------------------------------------------
+
+
+class Dest(dict):
+    """Where a link leads, as the daemon says it: `path` (absolute) and `line` (of the heading or
+    block, else None), or `broken` (why) with `candidates` (absolute paths) when ambiguous."""
+
+    path = property(lambda self: self.get("path"))
+    line = property(lambda self: self.get("line"))
+    broken = property(lambda self: self.get("broken"))
+    candidates = property(lambda self: self.get("candidates") or [])
+
+
+def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
+    """Where each of the buffer's links leads (None: a URL, an attachment, or a link the
+    daemon cannot place). Links within the buffer are resolved against its own text."""
+    out: list[Dest | None] = []
+    saved = None
+    for ln in buf.links:
+        if ln.kind == "url":
+            out.append(None)
+        elif ln.kind == "internal":
+            d = buf.local(ln)
+            out.append(Dest(path=buf.path, line=d.line, broken=d.broken, candidates=[]))
+        else:
+            if saved is None:
+                saved = _saved_links(session, buf)
+            out.append(saved.pop(ln.raw, None))
+    return out
+
+
+def _saved_links(session: _Session, buf: Buffer) -> "_ByRaw":
+    """The daemon's resolution of the links of the saved file, by their text, in order."""
+    try:
+        res = session.ask("links", note=buf.path)["links"]
+    except RequestFailed:
+        res = []
+    return _ByRaw(res)
+
+
+class _ByRaw:
+    def __init__(self, items: list[dict]):
+        self.by: dict[str, list[dict]] = {}
+        for it in items:
+            self.by.setdefault(it["raw"], []).append(it)
+
+    def pop(self, raw: str, default=None) -> Dest | None:
+        got = self.by.get(raw)
+        if not got:
+            return default
+        it = got.pop(0)
+        return Dest(path=it.get("resolved"), line=it.get("resolved_line"), broken=it.get("broken"),
+                    candidates=it.get("candidates") or [])
+
+
+# -- positions: vaultd's character columns <-> the client's units ------------------------
+
+
+def _units(encoding, text: str) -> int:
+    if encoding == t.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", "surrogatepass"))
+    if encoding == t.PositionEncodingKind.Utf32:
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def to_char(encoding, line: str, units: int) -> int:
+    """The character index in `line` of a client column `units` (past the end: the end)."""
+    n = 0
+    for i, c in enumerate(line):
+        if n >= units:
+            return i
+        n += _units(encoding, c)
+    return len(line)
+
+
+def position(encoding, lines: list[str], line: int, char: int) -> t.Position:
+    text = lines[line] if 0 <= line < len(lines) else ""
+    return t.Position(line=line, character=_units(encoding, text[:char]))
+
+
+def _range(encoding, lines: list[str], a: int, b: int, c: int, d: int) -> t.Range:
+    return t.Range(start=position(encoding, lines, a, b), end=position(encoding, lines, c, d))
+
+
+def _at_line(line: int | None) -> t.Range:
+    p = t.Position(line=max(0, (line or 1) - 1), character=0)
+    return t.Range(start=p, end=p)
+
+
+# -- the server --------------------------------------------------------------------------
+
+
+class VaultServer(LanguageServer):
+    def __init__(self, daemon: Daemon):
+        super().__init__("vaultd", __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full)
+        self.daemon = daemon
+        self._buffers: dict[str, tuple[int | None, Buffer]] = {}
+        self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
+        self._down_said = False
+        self._pending: dict[str, asyncio.TimerHandle] = {}
+
+    # -- talking to the daemon, and saying once when it is down
+
+    @property
+    def encoding(self):
+        return self.workspace.position_encoding or t.PositionEncodingKind.Utf16
+
+    def down(self, e: Exception) -> None:
+        """Tell the user once that the daemon cannot be reached (until it answers again)."""
+        if not self._down_said:
+            self._down_said = True
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=f"vaultd: {e}"))
+        logger.warning("%s", e)
+
+    def up(self) -> None:
+        if self._down_said:
+            self._down_said = False
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Info,
+                                                         message="vaultd: the daemon answers again"))
+
+    def failed(self, e: RequestFailed) -> None:
+        if e.code == "indexing":
+            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Info, message=f"vaultd: {e.message}"))
+        logger.info("%s: %s", e.code, e.message)
+
+    @contextmanager
+    def session(self, near: str | None):
+        """A daemon session; None when the daemon is down (said once to the user)."""
+        try:
+            with self.daemon.session(near) as s:
+                yield s
+        except DaemonUnavailable as e:
+            self.down(e)
+            yield None
+            return
+        self.up()
+
+    def vault_of(self, path: str) -> str | None:
+        """The vault the daemon for `path` serves (asked once per folder)."""
+        folder = os.path.dirname(path)
+        if folder not in self._vaults or self._vaults[folder] is None:
+            try:
+                self._vaults[folder] = self.daemon.ask(folder, "ping")["vault"]
+                self.up()
+            except DaemonUnavailable as e:
+                self.down(e)
+                return None
+            except RequestFailed:
+                return None
+        return self._vaults[folder]
+
+    # -- buffers
+
+    def buffer(self, uri: str) -> Buffer | None:
+        path = uri_path(uri)
+        if path is None:
+            return None
+        doc = self.workspace.get_text_document(uri)
+        got = self._buffers.get(uri)
+        if got and got[0] == doc.version and doc.version is not None:
+            return got[1]
+        buf = Buffer(path, doc.source, self.vault_of(path))
+        self._buffers[uri] = (doc.version, buf)
+        return buf
+
+    def lines_of(self, path: str) -> list[str]:
+        """A file's lines: the open buffer's when it is open (unsaved text too), else the file's."""
+        uri = from_fs_path(path)
+        if uri in self.workspace.text_documents:
+            return self.workspace.get_text_document(uri).source.split("\n")
+        return file_lines(path)
+
+    def location(self, path: str, line: int | None) -> t.Location:
+        return t.Location(uri=from_fs_path(path), range=_at_line(line))
+
+
+def uri_path(uri: str) -> str | None:
+    parts = urlsplit(uri)
+    if parts.scheme != "file":
+        return None
+    return unquote(parts.path)
+
+
+# -- the features ------------------------------------------------------------------------
+
+
+def definition(ls: VaultServer, params: t.DefinitionParams):
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    line = params.position.line
+    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    link = buf.link_at(line, char)
+    if link is None or link.kind == "url":
+        return None
+    dest = _dest(ls, buf, link)
+    if dest is None:
+        return None
+    if dest.candidates:
+        return [ls.location(p, None) for p in dest.candidates]
+    if dest.path and (dest.line or not dest.broken):
+        return ls.location(dest.path, dest.line)
+    if dest.path:  # the note is there, the heading or block is not: the note
+        return ls.location(dest.path, None)
+    return None
+
+
+def _dest(ls: VaultServer, buf: Buffer, link: Link) -> Dest | None:
+    with ls.session(buf.path) as s:
+        if s is None:
+            return None
+        i = next(i for i, ln in enumerate(buf.links) if ln is link)
+        try:
+            return resolve_all(s, buf)[i]
+        except RequestFailed as e:
+            ls.failed(e)
+            return None
+
+
+def references(ls: VaultServer, params: t.ReferenceParams):
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    line = params.position.line
+    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    note, at = buf.path, None
+    link = buf.link_at(line, char)
+    if link is not None and link.kind != "url":
+        dest = _dest(ls, buf, link)
+        if not dest or not dest.path:
+            return []
+        note, at = dest.path, dest.line
+    else:
+        here = [h for h in buf.headings if h.line == line + 1]
+        if here:
+            at = here[0].line
+    with ls.session(note) as s:
+        if s is None:
+            return None
+        try:
+            items = s.ask("backlinks", note=note)["backlinks"]
+        except RequestFailed as e:
+            ls.failed(e)
+            return []
+    if at is not None:
+        items = [b for b in items if b.get("resolved_line") == at]
+    out = []
+    for b in items:
+        lines = ls.lines_of(b["path"])
+        first, *rest = b["raw"].split("\n")
+        a, c = b["line"] - 1, b["col"] - 1
+        end = (a + 1, len(rest[-1])) if rest else (a, c + len(first))
+        out.append(t.Location(uri=from_fs_path(b["path"]), range=_range(ls.encoding, lines, a, c, *end)))
+    return out
+
+
+def diagnostics(ls: VaultServer, uri: str) -> None:
+    """Publish the buffer's broken and ambiguous links (nothing when the daemon is down)."""
+    buf = ls.buffer(uri)
+    if buf is None:
+        return
+    with ls.session(buf.path) as s:
+        if s is None:
+            return
+        try:
+            dests = resolve_all(s, buf)
+        except RequestFailed as e:
+            ls.failed(e)
+            return
+    out = []
+    for ln, d in zip(buf.links, dests):
+        if d is None or not d.broken:
+            continue
+        rng = _range(ls.encoding, buf.lines, *buf.span(ln))
+        if d.candidates:
+            vault = buf.vault or ""
+            names = [os.path.relpath(p, vault) if vault and _inside(p, vault) else p for p in d.candidates]
+            out.append(t.Diagnostic(
+                range=rng, severity=t.DiagnosticSeverity.Warning, source="vaultd", code="ambiguous",
+                message=f"ambiguous link: {ln.raw} may be any of " + ", ".join(names),
+                related_information=[t.DiagnosticRelatedInformation(location=ls.location(p, None), message=n)
+                                     for p, n in zip(d.candidates, names)]))
+        else:
+            out.append(t.Diagnostic(range=rng, severity=t.DiagnosticSeverity.Warning, source="vaultd",
+                                    code="broken", message=f"broken link: {ln.raw}: {d.broken}"))
+    doc = ls.workspace.get_text_document(uri)
+    ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=out))
+
+
+def hover(ls: VaultServer, params: t.HoverParams):
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    line = params.position.line
+    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    link = buf.link_at(line, char)
+    if link is None or link.kind == "url":
+        return None
+    dest = _dest(ls, buf, link)
+    if dest is None:
+        return None
+    rng = _range(ls.encoding, buf.lines, *buf.span(link))
+    if not dest.path:
+        why = dest.broken or "not a note"
+        extra = "".join(f"\n- `{p}`" for p in dest.candidates)
+        return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=f"**{why}**{extra}"), range=rng)
+    lines = ls.lines_of(dest.path)
+    target = Buffer(dest.path, "\n".join(lines), buf.vault)
+    n = target.note
+    start = (dest.line or 1) - 1
+    if dest.line is None:  # the top: past front matter and #+ keywords
+        while start < len(lines) and (not lines[start].strip() or lines[start].startswith("#+")):
+            start += 1
+        if lines and lines[0].strip() == "---":
+            end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), 0)
+            start = end + 1 if end else start
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+    shown = "\n".join(lines[start : start + FIRST_LINES]).rstrip()
+    tags = "  " + " ".join(f"#{x}" for x in n.tags) if n.tags else ""
+    where = os.path.relpath(dest.path, buf.vault) if buf.vault and _inside(dest.path, buf.vault) else dest.path
+    at = f":{dest.line}" if dest.line else ""
+    broken = f"\n\n**{dest.broken}**" if dest.broken else ""
+    fence = "org" if dest.path.endswith(".org") else "markdown"
+    value = f"**{n.title}**{tags}\n\n`{where}{at}`{broken}\n\n```{fence}\n{shown}\n```"
+    return t.Hover(contents=t.MarkupContent(kind=t.MarkupKind.Markdown, value=value), range=rng)
+
+
+def document_symbols(ls: VaultServer, params: t.DocumentSymbolParams):
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    hs = buf.headings
+    last = len(buf.lines) - 1
+    out: list[t.DocumentSymbol] = []
+    stack: list[tuple[int, t.DocumentSymbol]] = []
+    for i, h in enumerate(hs):
+        end = next((x.line - 2 for x in hs[i + 1 :] if x.level <= h.level), last)
+        while end > h.line - 1 and not buf.lines[end].strip():
+            end -= 1
+        text = buf.lines[h.line - 1] if h.line - 1 < len(buf.lines) else ""
+        sym = t.DocumentSymbol(
+            name=h.text or "(untitled)", kind=t.SymbolKind.String,
+            detail="#" * h.level if not buf.org else "*" * h.level,
+            range=_range(ls.encoding, buf.lines, h.line - 1, 0, end, len(buf.lines[end]) if end < len(buf.lines) else 0),
+            selection_range=_range(ls.encoding, buf.lines, h.line - 1, 0, h.line - 1, len(text)),
+            children=[])
+        while stack and stack[-1][0] >= h.level:
+            stack.pop()
+        (stack[-1][1].children if stack else out).append(sym)
+        stack.append((h.level, sym))
+    return out
+
+
+def workspace_symbols(ls: VaultServer, params: t.WorkspaceSymbolParams):
+    if not params.query.strip():
+        return []
+    root = ls.workspace.root_path
+    with ls.session(root) as s:
+        if s is None:
+            return None
+        try:
+            hits = s.ask("search", q=params.query, limit=50)["hits"]
+        except RequestFailed as e:
+            ls.failed(e)
+            return []
+    out = []
+    for h in hits:
+        out.append(t.SymbolInformation(name=h["title"], kind=t.SymbolKind.File, location=ls.location(h["path"], None),
+                                       container_name=" ".join(f"#{x}" for x in h["tags"]) or None))
+    return out
+
+
+# -- completion --------------------------------------------------------------------------
+
+_MD_TAG = re.compile(r"(?:^|(?<=[\s(]))#([^\s#\[\]()]*)$")
+_ORG_TAGS = re.compile(r"^(?:\*+\s.*\s|#\+filetags:\s*)(?::[^\s:]+)*:([^\s:]*)$", re.IGNORECASE)
+
+
+def completion(ls: VaultServer, params: t.CompletionParams):
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    line = params.position.line
+    text = buf.lines[line] if line < len(buf.lines) else ""
+    char = to_char(ls.encoding, text, params.position.character)
+    before = text[:char]
+    after = text[char:]
+    at = before.rfind("[[")
+    if at >= 0 and "]" not in before[at:]:
+        return _link_completion(ls, buf, line, at + 2, char, before[at + 2 :], after)
+    m = (_ORG_TAGS if buf.org else _MD_TAG).search(before)
+    if m:
+        return _tag_completion(ls, buf, line, m.start(1), char)
+    return None
+
+
+def _edit(ls: VaultServer, buf: Buffer, line: int, a: int, b: int, text: str) -> t.TextEdit:
+    return t.TextEdit(range=_range(ls.encoding, buf.lines, line, a, line, b), new_text=text)
+
+
+def _tag_completion(ls, buf, line, a, b):
+    with ls.session(buf.path) as s:
+        if s is None:
+            return None
+        try:
+            tags = s.ask("tags")["tags"]
+        except RequestFailed as e:
+            ls.failed(e)
+            return None
+    return t.CompletionList(is_incomplete=False, items=[
+        t.CompletionItem(label=x["tag"], kind=t.CompletionItemKind.Keyword, detail=f"{x['count']} notes",
+                         text_edit=_edit(ls, buf, line, a, b, x["tag"])) for x in tags])
+
+
+def _link_completion(ls, buf, line, a, b, typed, after):
+    close = "" if after.startswith("]") else "]]"
+    org_link = re.match(r"^(file|denote|id):(.*?)::(.*)$", typed)
+    if org_link or (not buf.org and "#" in typed):
+        # a place in a note: its headings (and blocks after ^)
+        if org_link:
+            kind, name, anchor = org_link.groups()
+            raw = f"[[{kind}:{name}]]"
+            start = b - len(anchor)
+        else:
+            name, _, anchor = typed.partition("#")
+            raw = f"[[{name}]]" if name else None
+            start = b - len(anchor)
+        path = _target_path(ls, buf, raw) if raw else buf.path
+        if not path:
+            return None
+        target = Buffer(path, "\n".join(ls.lines_of(path)), buf.vault)
+        items = []
+        if anchor.startswith("^") or anchor.startswith("#^"):
+            for bl in target.note.blocks:
+                if not bl.id.startswith("id:"):
+                    items.append(t.CompletionItem(label="^" + bl.id, kind=t.CompletionItemKind.Reference,
+                                                  detail=f"line {bl.line}",
+                                                  text_edit=_edit(ls, buf, line, start, b, "^" + bl.id + close)))
+            return t.CompletionList(is_incomplete=False, items=items)
+        prefix = "*" if org_link else ""
+        for h in target.headings:
+            items.append(t.CompletionItem(label=prefix + h.text, kind=t.CompletionItemKind.Reference,
+                                          detail=f"{'*' if target.org else '#'}" * h.level + f" line {h.line}",
+                                          filter_text=prefix + h.text,
+                                          text_edit=_edit(ls, buf, line, start, b, prefix + h.text + close)))
+        return t.CompletionList(is_incomplete=False, items=items)
+    form = typed.split(":", 1)[0] + ":" if re.match(r"^(denote|file|id):", typed) else ""
+    notes = _notes(ls, buf, typed[len(form):])
+    if notes is None:
+        return None
+    items = []
+    for n in notes[:COMPLETIONS]:
+        rel = n["rel"]
+        stem = Path(rel).stem if rel.endswith(NOTE_SUFFIXES) else Path(rel).name
+        here = os.path.relpath(n["path"], os.path.dirname(buf.path))
+        for shown in dict.fromkeys([n["title"], *(n.get("aliases") or ())]):
+            if buf.org or form:  # Org's [[denote:ID][Title]] or [[file:path][Title]]
+                target = f"denote:{n['id']}" if n.get("id") and form != "file:" else f"file:{here}"
+                insert = f"{target}][{shown}]]" if close else target
+                filter_text = f"{target} {shown}" if form else f"{shown} {stem} {n.get('id') or ''}"
+            else:  # Obsidian's [[name]], [[name|alias]]
+                insert = (stem if shown in (n["title"], stem) else f"{stem}|{shown}") + close
+                filter_text = f"{shown} {stem} {n.get('id') or ''}"
+            items.append(t.CompletionItem(label=shown, kind=t.CompletionItemKind.File, detail=rel,
+                                          filter_text=filter_text.strip(),
+                                          text_edit=_edit(ls, buf, line, a, b, insert)))
+    return t.CompletionList(is_incomplete=True, items=items)
+
+
+def _target_path(ls: VaultServer, buf: Buffer, raw: str) -> str | None:
+    """Where a link written as `raw` in the buffer leads (its note's path)."""
+    extra = Buffer(buf.path, raw, buf.vault)
+    if not extra.links:
+        return None
+    ln = extra.links[0]
+    with ls.session(buf.path) as s:
+        if s is None:
+            return None
+        try:
+            return _resolve_one(s, buf, ln)
+        except RequestFailed as e:
+            ls.failed(e)
+            return None
+
+
+def _resolve_one(session: _Session, buf: Buffer, ln: Link) -> str | None:
+    """The note a link names, without the saved file's help: as the daemon finds a note by name."""
+    try:
+        return session.ask("read", note=ln.target if ln.kind != "file" else
+                           os.path.normpath(os.path.join(os.path.dirname(buf.path), ln.target)),
+                           lines=[1, 1], agent=True)["path"]
+    except RequestFailed:
+        return None
+
+
+def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
+    """Notes to offer as link targets for what was typed: path, title, aliases, id."""
+    with ls.session(buf.path) as s:
+        if s is None:
+            return None
+        try:
+            if typed.strip():
+                hits = s.ask("search", q=typed, limit=COMPLETIONS, snippets=False)["hits"]
+            else:
+                hits = s.ask("recent", days=3650)["recent"]
+        except RequestFailed as e:
+            ls.failed(e)
+            return None
+    vault = buf.vault
+    return [{**h, "rel": os.path.relpath(h["path"], vault) if vault else h["path"]} for h in hits]
+
+
+# -- wiring ------------------------------------------------------------------------------
+
+
+def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
+    """The Language Server over the daemon found by `socket`/`vault` (see pick_socket), or
+    else the one of each buffer's vault."""
+    ls = VaultServer(Daemon(socket, vault))
+    ls.feature(t.TEXT_DOCUMENT_DEFINITION)(definition)
+    ls.feature(t.TEXT_DOCUMENT_REFERENCES)(references)
+    ls.feature(t.TEXT_DOCUMENT_HOVER)(hover)
+    ls.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(document_symbols)
+    ls.feature(t.WORKSPACE_SYMBOL)(workspace_symbols)
+    ls.feature(t.TEXT_DOCUMENT_COMPLETION,
+               t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^"]))(completion)
+
+    def check_soon(uri: str, delay: float) -> None:
+        """Diagnose the buffer once it has been quiet for `delay` seconds (in the server's own
+        thread, as every request: a check is a few milliseconds of the daemon's)."""
+        old = ls._pending.pop(uri, None)
+        if old:
+            old.cancel()
+
+        def run():
+            ls._pending.pop(uri, None)
+            if uri in ls.workspace.text_documents:
+                try:
+                    diagnostics(ls, uri)
+                except Exception:
+                    logger.exception("diagnostics of %s", uri)
+
+        ls._pending[uri] = asyncio.get_running_loop().call_later(delay, run)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(params: t.DidOpenTextDocumentParams):
+        check_soon(params.text_document.uri, 0)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
+    async def did_change(params: t.DidChangeTextDocumentParams):
+        check_soon(params.text_document.uri, DEBOUNCE_S)
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(params: t.DidSaveTextDocumentParams):
+        check_soon(params.text_document.uri, DEBOUNCE_S)  # the daemon reads the saved file meanwhile
+
+    @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(params: t.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        ls._buffers.pop(uri, None)
+        old = ls._pending.pop(uri, None)
+        if old:
+            old.cancel()
+        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    return ls
+
+
+def run(socket: str | None = None, vault: str | None = None) -> None:
+    """Serve LSP on stdin/stdout until the client exits."""
+    build(socket, vault).start_io()
