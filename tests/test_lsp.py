@@ -17,6 +17,7 @@ from pygls.uris import from_fs_path
 EDITOR_VAULT = Path(__file__).parent / "fixtures" / "editor_vault"
 KOREAN = "notes/20251101T120000--가치관__철학.md"
 MEMORY = "notes/20251016T080208--memory-tiers__agents_memory.org"
+LSP_ARGS: list[str] = []
 
 
 @pytest.fixture
@@ -114,7 +115,7 @@ def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
             s.messages.append(params)
             s.got.set()
 
-        args = ["-m", "vaultd", "lsp"] + (["--socket", socket] if socket else [])
+        args = ["-m", "vaultd", "lsp", *LSP_ARGS] + (["--socket", socket] if socket else [])
         await client.start_io(sys.executable, *args, cwd=str(vault),
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})})
         try:
@@ -171,3 +172,149 @@ def test_definition_on_every_link_syntax(edaemon, evault):
         assert isinstance(loc, t.Location), (rel, line, needle, loc)
         assert (loc.uri, loc.range.start.line, loc.range.start.character) == (from_fs_path(str(path)), want, 0), \
             (rel, line, needle)
+
+
+def test_references_are_backlinks_with_utf16_ranges(edaemon, evault):
+    async def steps(s: Session):
+        s.open("notes/Deep work.md")
+        s.open(KOREAN)
+        whole = await s.references("notes/Deep work.md", t.Position(line=0, character=0))
+        rules = await s.references("notes/Deep work.md", t.Position(line=line_of(evault, "notes/Deep work.md",
+                                                                                 "## Rules"), character=3))
+        via_link = await s.references(KOREAN, where(evault, KOREAN, 8, "규칙 정리", after=1))
+        return whole, rules, via_link
+
+    whole, rules, via_link = lsp(evault, steps, str(edaemon.socket))
+    want = []  # every link into Deep work, from the daemon, at its exact UTF-16 span
+    for b in edaemon.request("backlinks", note="Deep work")["backlinks"]:
+        text = (evault / b["path"]).read_text().split("\n")[b["line"] - 1]
+        start = u16(text[: b["col"] - 1])
+        want.append((from_fs_path(str(evault / b["path"])), b["line"] - 1, start, start + u16(b["raw"]),
+                     b["resolved_line"]))
+    got = [(r.uri, r.range.start.line, r.range.start.character, r.range.end.character) for r in whole]
+    assert sorted(got) == sorted(w[:4] for w in want) and len(got) >= 10
+    emoji = next(w for w in want if w[:2] == (from_fs_path(str(evault / KOREAN)), 7) and w[2] > 20)
+    assert emoji[2] == u16("🎯 목표 😀: [[Deep work#규칙 정리]] 그리고 ")  # past two astral characters
+    rules_line = line_of(evault, "notes/Deep work.md", "## Rules") + 1
+    assert sorted((r.uri, r.range.start.line) for r in rules) == sorted((w[0], w[1]) for w in want
+                                                                        if w[4] == rules_line)
+    korean_line = line_of(evault, "notes/Deep work.md", "## 규칙") + 1
+    assert [(r.uri, r.range.start.line) for r in via_link] == [(w[0], w[1]) for w in want if w[4] == korean_line]
+
+
+def test_diagnostics_of_the_buffer_as_it_stands(edaemon, evault):
+    text = (evault / KOREAN).read_text()
+    edited = text + "😀 새 줄: [[Nowhere]] 와 [[Deep work#Rules]]\n"
+
+    async def steps(s: Session):
+        s.open(KOREAN)
+        saved = await s.diagnosed(KOREAN, 1)
+        s.change(KOREAN, edited, 2)
+        unsaved = await s.diagnosed(KOREAN, 2)
+        return saved, unsaved
+
+    saved, unsaved = lsp(evault, steps, str(edaemon.socket))
+    line11 = text.split("\n")[10]
+    got = {(d.range.start.line, d.range.start.character, d.range.end.character, d.code): d for d in saved}
+    nowhere = (10, 0, u16("[[없는 노트]]"), "broken")
+    heading = (10, u16(line11[: line11.index("[[Deep")]), u16(line11[: line11.index(" 그리고")]), "broken")
+    same = (10, u16(line11[: line11.index("[[Same")]), u16(line11), "ambiguous")
+    assert set(got) == {nowhere, heading, same}
+    assert got[nowhere].message == "broken link: [[없는 노트]]: no such note"
+    assert got[heading].message == "broken link: [[Deep work#없는 제목]]: no such heading"
+    assert got[same].message == "ambiguous link: [[Same]] may be any of notes/a/Same.md, notes/b/Same.md"
+    assert [r.location.uri for r in got[same].related_information] == \
+        [from_fs_path(str(evault / "notes/a/Same.md")), from_fs_path(str(evault / "notes/b/Same.md"))]
+    # the unsaved line: its new broken link found, at its UTF-16 columns after an emoji
+    new = [d for d in unsaved if d.range.start.line == 12]
+    assert [(d.range.start.character, d.range.end.character, d.message) for d in new] == \
+        [(u16("😀 새 줄: "), u16("😀 새 줄: [[Nowhere]]"), "broken link: [[Nowhere]]: no such note")]
+    assert len(unsaved) == 4
+
+
+def test_completion_of_targets_headings_and_tags(edaemon, evault):
+    text = (evault / KOREAN).read_text()
+    lines = text.split("\n")
+    typed = ["😀 [[Dee", "😀 [[Deep work#", "😀 [[Deep work#^", "🎯 #jour", "[[Foc"]
+    org = "projects/vaultd.org"
+    otext = (evault / org).read_text()
+    otyped = ["- [[denote:2025", "- [[file:../notes/20251016T080208--memory-tiers__agents_memory.org::*", "* Goals :ag"]
+
+    async def steps(s: Session):
+        s.open(KOREAN, "\n".join(lines + typed))
+        s.open(org, otext + "\n".join(otyped))
+        base, obase = len(lines), len(otext.split("\n")) - 1
+        md = [await s.completion(KOREAN, t.Position(line=base + i, character=u16(x))) for i, x in enumerate(typed)]
+        og = [await s.completion(org, t.Position(line=obase + i, character=u16(x))) for i, x in enumerate(otyped)]
+        return md, og
+
+    md, og = lsp(evault, steps, str(edaemon.socket))
+    notes, heads, blocks, tags, alias = md
+    deep = next(i for i in notes.items if i.label == "Deep work")
+    assert deep.text_edit.new_text == "Deep work]]" and deep.detail == "notes/Deep work.md"
+    assert (deep.text_edit.range.start.character, deep.text_edit.range.end.character) == (u16("😀 [["), u16(typed[0]))
+    assert [i.label for i in heads.items] == ["Deep work", "Rules", "규칙 정리"]
+    assert heads.items[2].text_edit.new_text == "규칙 정리]]"
+    assert heads.items[2].text_edit.range.start.character == u16("😀 [[Deep work#")
+    assert [i.label for i in blocks.items] == ["^rule1"]
+    assert "journal" in [i.label for i in tags.items] and "productivity" in [i.label for i in tags.items]
+    jour = next(i for i in tags.items if i.label == "journal")
+    assert jour.text_edit.range.start.character == u16("🎯 #")
+    focus = next(i for i in alias.items if i.label == "Focus")
+    assert focus.text_edit.new_text == "Deep work|Focus]]"
+    ids, oheads, otags = og
+    mem = next(i for i in ids.items if i.label == "Memory tiers")
+    assert mem.text_edit.new_text == "denote:20251016T080208][Memory tiers]]"
+    assert [i.label for i in oheads.items] == ["*HOT set", "*日本語の見出し", "*COLD archive", "*Links"]
+    assert "agents" in [i.label for i in otags.items]
+
+
+def test_hover_and_symbols(edaemon, evault):
+    async def steps(s: Session):
+        s.open(KOREAN)
+        h1 = await s.hover(KOREAN, where(evault, KOREAN, 8, "규칙 정리", after=1))
+        h2 = await s.hover(KOREAN, where(evault, KOREAN, 11, "Same", after=1))
+        s.open(MEMORY)
+        syms = await s.c.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=s.doc(MEMORY)))
+        ws = await s.c.workspace_symbol_async(t.WorkspaceSymbolParams(query="vaultmark"))
+        return h1, h2, syms, ws
+
+    h1, h2, syms, ws = lsp(evault, steps, str(edaemon.socket))
+    line8 = (evault / KOREAN).read_text().split("\n")[7]
+    assert h1.range.start == t.Position(line=7, character=u16(line8[: line8.index("[[Deep work#규")]))
+    assert h1.range.end.character == h1.range.start.character + u16("[[Deep work#규칙 정리]]")
+    value = h1.contents.value
+    assert value.startswith("**Deep work**  #reading #productivity\n\n`notes/Deep work.md:16`")
+    assert "## 규칙 정리\n\n깊은 일을 위한 규칙을 정리한다. vaultmark" in value
+    assert h2.contents.value == "**ambiguous**\n- `" + str(evault / "notes/a/Same.md") + "`\n- `" + \
+        str(evault / "notes/b/Same.md") + "`"
+    tree = [(s.name, s.range.start.line, s.range.end.line, [(c.name, c.range.start.line) for c in s.children])
+            for s in syms]
+    assert tree == [("HOT set", 7, 13, [("日本語の見出し", 12)]), ("COLD archive", 14, 18, []), ("Links", 19, 21, [])]
+    jp = syms[0].children[0]
+    assert jp.selection_range.end.character == u16("** 日本語の見出し")
+    hits = {s.location.uri: s.name for s in ws}
+    assert hits[from_fs_path(str(evault / "notes/Deep work - Rules.md"))] == "Deep work - Rules"
+    assert hits[from_fs_path(str(evault / MEMORY))] == "Memory tiers"
+
+
+def test_daemon_down_is_said_once_then_it_works_when_it_is_back(make_daemon, evault):
+    d = make_daemon(evault, start=False)
+
+    async def steps(s: Session):
+        s.open(KOREAN)
+        pos = where(evault, KOREAN, 7, "Deep work#Rules", after=1)
+        first = await s.definition(KOREAN, pos)
+        again = await s.definition(KOREAN, pos)
+        await asyncio.get_running_loop().run_in_executor(None, d.start)
+        back = await s.definition(KOREAN, pos)
+        return first, again, back, list(s.messages)
+
+    first, again, back, messages = lsp(evault, steps, str(d.socket))
+    assert first is None and again is None
+    assert messages[0].type == t.MessageType.Error
+    assert messages[0].message.startswith(f"vaultd: vaultd is not running on {d.socket} (no such socket).\n"
+                                          "Start it with `vaultd run --vault PATH`")
+    assert sum(m.type == t.MessageType.Error for m in messages) == 1  # said once, not at every request
+    assert back.uri == from_fs_path(str(evault / "notes/Deep work.md"))
+    assert messages[-1].message == "vaultd: the daemon answers again"

@@ -324,12 +324,17 @@ class VaultServer(LanguageServer):
     def lines_of(self, path: str) -> list[str]:
         """A file's lines: the open buffer's when it is open (unsaved text too), else the file's."""
         uri = from_fs_path(path)
-        if uri in self.workspace.text_documents:
+        if is_open(self, uri):
             return self.workspace.get_text_document(uri).source.split("\n")
         return file_lines(path)
 
     def location(self, path: str, line: int | None) -> t.Location:
         return t.Location(uri=from_fs_path(path), range=_at_line(line))
+
+
+def is_open(ls: LanguageServer, uri: str) -> bool:
+    """Whether the client has `uri` open (pygls keeps its documents by their unquoted URIs)."""
+    return unquote(uri) in ls.workspace.text_documents
 
 
 def uri_path(uri: str) -> str | None:
@@ -693,7 +698,7 @@ def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
 
         def run():
             ls._pending.pop(uri, None)
-            if uri in ls.workspace.text_documents:
+            if is_open(ls, uri):
                 try:
                     diagnostics(ls, uri)
                 except Exception:
