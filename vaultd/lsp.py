@@ -169,45 +169,22 @@ class Dest(dict):
 
 
 def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
-    """Where each of the buffer's links leads (None: a URL, an attachment, or a link the
-    daemon cannot place). Links within the buffer are resolved against its own text."""
-    out: list[Dest | None] = []
-    saved = None
-    for ln in buf.links:
-        if ln.kind == "url":
-            out.append(None)
-        elif ln.kind == "internal":
-            d = buf.local(ln)
-            out.append(Dest(path=buf.path, line=d.line, broken=d.broken, candidates=[]))
-        else:
-            if saved is None:
-                saved = _saved_links(session, buf)
-            out.append(saved.pop(ln.raw, None))
-    return out
+    """Where each of the buffer's links leads (None: a URL or an attachment), each asked of
+    the daemon as written in the buffer's file (`resolve`, from its path: a file the vault
+    does not hold yet too). Links within the buffer are resolved against its own text."""
+    return [resolve_link(session, buf, ln) for ln in buf.links]
 
 
-def _saved_links(session: _Session, buf: Buffer) -> "_ByRaw":
-    """The daemon's resolution of the links of the saved file, by their text, in order."""
-    try:
-        res = session.ask("links", note=buf.path)["links"]
-    except RequestFailed:
-        res = []
-    return _ByRaw(res)
-
-
-class _ByRaw:
-    def __init__(self, items: list[dict]):
-        self.by: dict[str, list[dict]] = {}
-        for it in items:
-            self.by.setdefault(it["raw"], []).append(it)
-
-    def pop(self, raw: str, default=None) -> Dest | None:
-        got = self.by.get(raw)
-        if not got:
-            return default
-        it = got.pop(0)
-        return Dest(path=it.get("resolved"), line=it.get("resolved_line"), broken=it.get("broken"),
-                    candidates=it.get("candidates") or [])
+def resolve_link(session: _Session, buf: Buffer, ln: Link) -> Dest | None:
+    if ln.kind == "url":
+        return None
+    if ln.kind == "internal":
+        d = buf.local(ln)
+        return Dest(path=buf.path, line=d.line, broken=d.broken, candidates=[])
+    r = session.ask("resolve", link=ln.raw, **{"from": buf.path})
+    if r["path"] is None and r["broken"] is None:
+        return None  # an attachment, not a note
+    return Dest(path=r["path"], line=r["line"], broken=r["broken"], candidates=r["candidates"])
 
 
 # -- positions: vaultd's character columns <-> the client's units ------------------------
@@ -372,9 +349,8 @@ def _dest(ls: VaultServer, buf: Buffer, link: Link) -> Dest | None:
     with ls.session(buf.path) as s:
         if s is None:
             return None
-        i = next(i for i, ln in enumerate(buf.links) if ln is link)
         try:
-            return resolve_all(s, buf)[i]
+            return resolve_link(s, buf, link)
         except RequestFailed as e:
             ls.failed(e)
             return None
@@ -628,50 +604,41 @@ def _link_completion(ls, buf, line, a, b, typed, after):
             items.append(t.CompletionItem(label=shown, kind=t.CompletionItemKind.File, detail=rel,
                                           filter_text=filter_text.strip(),
                                           text_edit=_edit(ls, buf, line, a, b, insert)))
-    return t.CompletionList(is_incomplete=True, items=items)
+    return t.CompletionList(is_incomplete=len(notes) > COMPLETIONS, items=items)
 
 
 def _target_path(ls: VaultServer, buf: Buffer, raw: str) -> str | None:
-    """Where a link written as `raw` in the buffer leads (its note's path)."""
-    extra = Buffer(buf.path, raw, buf.vault)
-    if not extra.links:
-        return None
-    ln = extra.links[0]
+    """The note a link written as `raw` in the buffer leads to."""
     with ls.session(buf.path) as s:
         if s is None:
             return None
         try:
-            return _resolve_one(s, buf, ln)
+            return s.ask("resolve", link=raw, **{"from": buf.path})["path"]
         except RequestFailed as e:
             ls.failed(e)
             return None
-
-
-def _resolve_one(session: _Session, buf: Buffer, ln: Link) -> str | None:
-    """The note a link names, without the saved file's help: as the daemon finds a note by name."""
-    try:
-        return session.ask("read", note=ln.target if ln.kind != "file" else
-                           os.path.normpath(os.path.join(os.path.dirname(buf.path), ln.target)),
-                           lines=[1, 1], agent=True)["path"]
-    except RequestFailed:
-        return None
 
 
 def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
-    """Notes to offer as link targets for what was typed: path, title, aliases, id."""
+    """Notes to offer as link targets for what was typed (their title, an alias, file name or
+    Denote identifier holds it; those that begin with it first): path, title, aliases, id."""
     with ls.session(buf.path) as s:
         if s is None:
             return None
         try:
-            if typed.strip():
-                hits = s.ask("search", q=typed, limit=COMPLETIONS, snippets=False)["hits"]
-            else:
-                hits = s.ask("recent", days=3650)["recent"]
+            notes = s.ask("list")["notes"]
         except RequestFailed as e:
             ls.failed(e)
             return None
+    want = typed.strip().casefold()
     vault = buf.vault
-    return [{**h, "rel": os.path.relpath(h["path"], vault) if vault else h["path"]} for h in hits]
+    ranked = []
+    for n in notes:
+        n["rel"] = os.path.relpath(n["path"], vault) if vault else n["path"]
+        names = [x.casefold() for x in (n["title"], *n["aliases"], Path(n["rel"]).stem, n["id"] or "") if x]
+        if not want or any(want in x for x in names):
+            ranked.append((not any(x.startswith(want) for x in names), n["title"].casefold(), n))
+    return [n for *_, n in sorted(ranked, key=lambda r: r[:2])]
 
 
 # -- wiring ------------------------------------------------------------------------------
