@@ -318,3 +318,67 @@ def test_daemon_down_is_said_once_then_it_works_when_it_is_back(make_daemon, eva
     assert sum(m.type == t.MessageType.Error for m in messages) == 1  # said once, not at every request
     assert back.uri == from_fs_path(str(evault / "notes/Deep work.md"))
     assert messages[-1].message == "vaultd: the daemon answers again"
+
+
+NVIM_SCRIPT = r"""
+local out = {}
+local function finish()
+  local f = io.open(os.getenv('VLSP_OUT'), 'w')
+  f:write(vim.fn.json_encode(out))
+  f:close()
+  vim.cmd('qa!')
+end
+local ok, err = pcall(function()
+  local id = vim.lsp.start_client({name = 'vaultd', cmd = vim.fn.json_decode(os.getenv('VLSP_CMD')),
+                                   root_dir = os.getenv('VLSP_ROOT')})
+  -- every note buffer entered is attached, as a user's autocommand does (README "Editors")
+  vim.api.nvim_create_autocmd('BufEnter', {pattern = {'*.md', '*.org'},
+                                           callback = function() vim.lsp.buf_attach_client(0, id) end})
+  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_FILE')))
+  local start = vim.api.nvim_buf_get_name(0)
+  out.ready = vim.wait(20000, function()
+    local c = vim.lsp.get_client_by_id(id)
+    return c ~= nil and c.initialized
+  end, 20)
+  -- go to definition of [[Deep work#규칙 정리]], the cursor inside the heading's name
+  vim.api.nvim_win_set_cursor(0, {tonumber(os.getenv('VLSP_LINE')), tonumber(os.getenv('VLSP_COL'))})
+  vim.lsp.buf.definition()
+  vim.wait(20000, function() return vim.api.nvim_buf_get_name(0) ~= start end, 20)
+  out.file = vim.api.nvim_buf_get_name(0)
+  out.cursor = vim.api.nvim_win_get_cursor(0)
+  out.line = vim.api.nvim_get_current_line()
+  -- references of the heading it landed on: the quickfix list
+  vim.lsp.buf.references({includeDeclaration = false})
+  vim.wait(20000, function() return #vim.fn.getqflist() > 0 end, 20)
+  out.refs = {}
+  for _, it in ipairs(vim.fn.getqflist()) do
+    table.insert(out.refs, {vim.api.nvim_buf_get_name(it.bufnr), it.lnum, it.col})
+  end
+end)
+if not ok then out.error = tostring(err) end
+finish()
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)")
+def test_neovim_jumps_to_a_heading_and_lists_its_references(edaemon, evault, tmp_path):
+    import json
+    import subprocess
+
+    script, out = tmp_path / "lsp.lua", tmp_path / "out.json"
+    script.write_text(NVIM_SCRIPT)
+    line8 = (evault / KOREAN).read_text().split("\n")[7]
+    col = len(line8[: line8.index("규칙 정리") + 1].encode())  # nvim's cursor column is in bytes, 0-based
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(evault),
+           "VLSP_FILE": str(evault / KOREAN), "VLSP_LINE": "8", "VLSP_COL": str(col),
+           "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(edaemon.socket)])}
+    subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
+                   cwd=evault, timeout=90, check=True, capture_output=True)
+    got = json.loads(out.read_text())
+    assert "error" not in got and got["ready"], got
+    heading = line_of(evault, "notes/Deep work.md", "## 규칙 정리") + 1
+    assert (got["file"], got["cursor"], got["line"]) == (str(evault / "notes/Deep work.md"), [heading, 0],
+                                                         "## 규칙 정리")
+    want = [[str(evault / b["path"]), b["line"], b["byte_col"]]
+            for b in edaemon.request("backlinks", note="Deep work")["backlinks"] if b["resolved_line"] == heading]
+    assert len(want) == 1 and sorted(got["refs"]) == sorted(want)  # the link on the emoji line, to the byte
