@@ -1,0 +1,368 @@
+;;; vaultd.el --- Search, backlinks and links of a vaultd notes vault  -*- lexical-binding: t; -*-
+
+;; Version: 0.1.0
+;; Package-Requires: ((emacs "27.1"))
+;; Keywords: outlines, hypermedia, matching
+;; URL: https://github.com/vaultd/vaultd
+;; SPDX-License-Identifier: MIT
+
+;;; Commentary:
+
+;; A face of vaultd for Emacs users of Org, Denote and Markdown notes: every
+;; command asks the running daemon through `vaultq' (its JSON answers) and lands
+;; on the exact line and character of what it found.
+;;
+;;   M-x vaultd-search        live search with preview (consult when present;
+;;                            else a hits buffer whose n/p show each hit)
+;;   M-x vaultd-backlinks     the notes linking to this one, in a buffer; RET lands
+;;   M-x vaultd-follow-link   where the link at point leads (any syntax vaultd reads)
+;;   M-x vaultd-find-note     a note by title, alias, Denote identifier or file name
+;;   M-x vaultd-insert-link   a link to a note, in this buffer's syntax
+;;   M-x vaultd-insert-context  what the notes say about a query, within a budget
+;;
+;; Every jump into an Org buffer ends with `org-reveal', so point is never left
+;; inside a folded subtree.  Columns: vaultq's JSON gives link columns in
+;; characters (used as they are) and search hits' columns in UTF-8 bytes of the
+;; line (turned into a position through `byte-to-position'): both land exactly
+;; on Korean, Japanese and emoji lines.
+;;
+;; The daemon is found as vaultq finds it: `vaultd-vaultq-args' (say
+;; ("--vault" "~/notes")), else the vault around `default-directory'.
+;; The LSP server (`vaultd lsp', with eglot) is the other way in: see the README.
+
+;;; Code:
+
+(require 'json)
+(require 'subr-x)
+
+(declare-function org-reveal "org" (&optional siblings))
+(declare-function consult--read "ext:consult")
+(declare-function consult--dynamic-collection "ext:consult")
+(declare-function consult--lookup-member "ext:consult")
+
+(defgroup vaultd nil
+  "Search and links of a vaultd notes vault."
+  :group 'outlines
+  :prefix "vaultd-")
+
+(defcustom vaultd-vaultq-program "vaultq"
+  "The vaultq program."
+  :type 'string)
+
+(defcustom vaultd-vaultq-args nil
+  "Arguments given to vaultq before the command, e.g. (\"--vault\" \"~/notes\")."
+  :type '(repeat string))
+
+(defcustom vaultd-search-limit 30
+  "At most this many notes for a search."
+  :type 'integer)
+
+(defcustom vaultd-context-budget 1500
+  "Tokens of context `vaultd-insert-context' inserts at most."
+  :type 'integer)
+
+(defcustom vaultd-use-consult t
+  "Use consult for live search with preview when it is installed."
+  :type 'boolean)
+
+;;;; vaultq
+
+(defun vaultd--call (&rest args)
+  "Run vaultq with ARGS; return its JSON answer (an alist), nil for no result.
+A daemon that is down, or a bad request, is a `user-error' in vaultq's words."
+  (let ((err (make-temp-file "vaultd-err")))
+    (unwind-protect
+        (with-temp-buffer
+          (let* ((coding-system-for-read 'utf-8)
+                 (coding-system-for-write 'utf-8)
+                 (code (apply #'call-process vaultd-vaultq-program nil (list t err) nil
+                              (append vaultd-vaultq-args args))))
+            (cond
+             ((and (memq code '(0 1)) (> (buffer-size) 0))
+              (goto-char (point-min))
+              (json-parse-buffer :object-type 'alist :array-type 'list :null-object nil :false-object nil))
+             ((eq code 1) nil)
+             (t (user-error "vaultd: %s"
+                            (string-trim (with-temp-buffer
+                                           (insert-file-contents err)
+                                           (buffer-string))))))))
+      (delete-file err))))
+
+(defvar vaultd--roots (make-hash-table :test #'equal)
+  "The vault of each folder asked from: `default-directory' -> vault root.")
+
+(defun vaultd--root ()
+  "The root of the vault the daemon for `default-directory' serves."
+  (let ((dir (expand-file-name default-directory)))
+    (or (gethash dir vaultd--roots)
+        (puthash dir (file-name-as-directory (alist-get 'vault (vaultd--call "status" "--json")))
+                 vaultd--roots))))
+
+(defun vaultd--file (root path)
+  "PATH of the vault at ROOT as an absolute file name."
+  (expand-file-name path root))
+
+;;;; Landing
+
+(defun vaultd--goto-char-column (line col)
+  "Go to LINE (1-based) and its character column COL (1-based)."
+  (goto-char (point-min))
+  (forward-line (1- line))
+  (forward-char (min (max 0 (1- col)) (- (line-end-position) (point)))))
+
+(defun vaultd--goto-byte-column (line col)
+  "Go to LINE (1-based) and its UTF-8 byte column COL (1-based).
+As `rg --vimgrep' counts, and vaultq's search hits carry."
+  (goto-char (point-min))
+  (forward-line (1- line))
+  (let ((pos (byte-to-position (+ (position-bytes (point)) (max 0 (1- col))))))
+    (goto-char (min (or pos (line-end-position)) (line-end-position)))))
+
+(defun vaultd--reveal ()
+  "Make point visible: in Org, unfold what hides it."
+  (when (derived-mode-p 'org-mode)
+    (org-reveal)))
+
+(defun vaultd--land (loc &optional window)
+  "Visit LOC, a list (FILE LINE COL KIND), KIND `char' or `byte'.
+In WINDOW, else the selected one.  Return the buffer."
+  (pcase-let ((`(,file ,line ,col ,kind) loc))
+    (let ((buf (find-file-noselect file)))
+      (if window
+          (set-window-buffer window buf)
+        (switch-to-buffer buf))
+      (with-current-buffer buf
+        (widen)
+        (if (eq kind 'byte)
+            (vaultd--goto-byte-column line col)
+          (vaultd--goto-char-column line col))
+        (vaultd--reveal)
+        (when window (set-window-point window (point))))
+      buf)))
+
+;;;; A list of places: hits, backlinks
+
+(defvar vaultd-list-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "RET") #'vaultd-list-visit)
+    (define-key map (kbd "o") #'vaultd-list-show)
+    (define-key map (kbd "n") #'vaultd-list-next)
+    (define-key map (kbd "p") #'vaultd-list-previous)
+    map)
+  "Keys of a vaultd list: RET lands, n and p preview the next and previous.")
+
+(define-derived-mode vaultd-list-mode special-mode "vaultd"
+  "Places found by vaultd, one a line.
+RET visits one, n/p preview the next/previous."
+  (setq truncate-lines t))
+
+(defun vaultd--fill-list (name header places)
+  "Show PLACES, each (LABEL . LOC), in buffer NAME under HEADER; return the buffer."
+  (let ((buf (get-buffer-create name)))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (vaultd-list-mode)
+        (insert header "\n")
+        (dolist (p places)
+          (insert (propertize (car p) 'vaultd-loc (cdr p)) "\n"))
+        (goto-char (point-min))
+        (forward-line 1)))
+    buf))
+
+(defun vaultd--loc-here ()
+  (or (get-text-property (line-beginning-position) 'vaultd-loc)
+      (user-error "No place on this line")))
+
+(defun vaultd-list-visit ()
+  "Visit the place on this line."
+  (interactive)
+  (let ((loc (vaultd--loc-here)))
+    (select-window (or (get-mru-window nil nil t) (next-window)))
+    (vaultd--land loc)))
+
+(defun vaultd-list-show ()
+  "Show the place on this line in another window, staying here."
+  (interactive)
+  (let ((loc (vaultd--loc-here)))
+    (vaultd--land loc (display-buffer (find-file-noselect (car loc)) '(nil (inhibit-same-window . t))))))
+
+(defun vaultd-list-next (&optional n)
+  "Move to the next place (N places on) and show it."
+  (interactive "p")
+  (forward-line (or n 1))
+  (when (get-text-property (line-beginning-position) 'vaultd-loc)
+    (vaultd-list-show)))
+
+(defun vaultd-list-previous (&optional n)
+  "Move to the previous place (N places back) and show it."
+  (interactive "p")
+  (vaultd-list-next (- (or n 1))))
+
+;;;; Search
+
+(defun vaultd--search-places (query)
+  "Each hit line of QUERY as (LABEL . (FILE LINE COL byte))."
+  (let* ((res (vaultd--call "search" "--json" "-n" (number-to-string vaultd-search-limit) "--" query))
+         (root (and res (file-name-as-directory (alist-get 'vault res)))))
+    (mapcan (lambda (hit)
+              (let ((path (alist-get 'path hit)))
+                (mapcar (lambda (s)
+                          (cons (format "%s:%d: %s" path (alist-get 'line s) (alist-get 'text s))
+                                (list (vaultd--file root path) (alist-get 'line s) (alist-get 'col s) 'byte)))
+                        (alist-get 'snippets hit))))
+            (and res (alist-get 'hits res)))))
+
+(defun vaultd--preview-state ()
+  "A consult state function: preview each candidate's place.
+The windows are put back, and buffers opened for it killed, at the end."
+  (let ((conf (current-window-configuration))
+        (before (buffer-list))
+        (opened nil))
+    (lambda (action cand)
+      (pcase action
+        ('preview
+         (when-let ((loc (and cand (get-text-property 0 'vaultd-loc cand))))
+           (let ((existed (get-file-buffer (car loc))))
+             (let ((buf (vaultd--land loc (minibuffer-selected-window))))
+               (unless (or existed (memq buf opened)) (push buf opened))))))
+        ('exit
+         (set-window-configuration conf)
+         (dolist (b opened)
+           (unless (memq b before) (kill-buffer b))))))))
+
+(defun vaultd--consult-search (initial)
+  (let ((cand (consult--read
+               (consult--dynamic-collection
+                (lambda (input)
+                  (mapcar (lambda (p) (propertize (car p) 'vaultd-loc (cdr p)))
+                          (and (> (length (string-trim input)) 0) (vaultd--search-places input)))))
+               :prompt "vaultd search: " :initial initial :sort nil :require-match t
+               :lookup #'consult--lookup-member :state (vaultd--preview-state)
+               :category 'vaultd-hit)))
+    (when cand
+      (vaultd--land (get-text-property 0 'vaultd-loc cand)))))
+
+;;;###autoload
+(defun vaultd-search (query)
+  "Search the vault for QUERY.
+With consult: live, each hit previewed as you move; else the hits in a buffer
+where n/p preview and RET lands."
+  (interactive (list (if (and vaultd-use-consult (require 'consult nil t))
+                         nil
+                       (read-string "vaultd search: " nil nil (thing-at-point 'symbol t)))))
+  (if (null query)
+      (vaultd--consult-search (thing-at-point 'symbol t))
+    (let ((places (vaultd--search-places query)))
+      (unless places (user-error "vaultd: no note matches %s" query))
+      (pop-to-buffer (vaultd--fill-list "*vaultd search*" (format "vaultd search: %s" query) places)))))
+
+;;;; Backlinks
+
+(defun vaultd--backlink-places (note)
+  "The links into NOTE as (LABEL . (FILE LINE COL char))."
+  (let* ((root (vaultd--root))
+         (res (vaultd--call "backlinks" "--json" "--" note)))
+    (mapcar (lambda (b)
+              (let ((path (alist-get 'path b)))
+                (cons (format "%s:%d:%d: %s" path (alist-get 'line b) (alist-get 'col b)
+                              (string-trim (or (alist-get 'text b) (alist-get 'raw b))))
+                      (list (vaultd--file root path) (alist-get 'line b) (alist-get 'col b) 'char))))
+            (and res (alist-get 'backlinks res)))))
+
+;;;###autoload
+(defun vaultd-backlinks (&optional file)
+  "Show the links into FILE (this buffer's file), each landing on its link."
+  (interactive)
+  (let* ((file (expand-file-name (or file (buffer-file-name) (user-error "This buffer visits no file"))))
+         (places (let ((default-directory (file-name-directory file)))
+                   (vaultd--backlink-places file))))
+    (unless places (user-error "vaultd: nothing links to %s" (file-name-nondirectory file)))
+    (pop-to-buffer (vaultd--fill-list "*vaultd backlinks*"
+                                      (format "Links into %s" (file-name-nondirectory file)) places))))
+
+;;;; Links
+
+(defun vaultd--resolve-at-point ()
+  "Where the link at point leads: vaultq's resolve answer for this line and column."
+  (let ((line (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
+        (col (1+ (- (point) (line-beginning-position)))))
+    (when (string-empty-p line) (user-error "No link at point"))
+    (vaultd--call "resolve" "--json" "--from" (or (buffer-file-name) default-directory)
+                  "--col" (number-to-string col) "--" line)))
+
+;;;###autoload
+(defun vaultd-follow-link ()
+  "Go where the link at point leads, to its heading or block.
+Every link syntax vaultd reads: wikilinks, Markdown, Org file:, id:, denote:."
+  (interactive)
+  (let* ((res (or (vaultd--resolve-at-point) (user-error "vaultd: the link at point leads nowhere")))
+         (root (file-name-as-directory (alist-get 'vault res)))
+         (path (alist-get 'path res)))
+    (cond
+     ((alist-get 'url res) (browse-url (alist-get 'url res)))
+     ((alist-get 'candidates res)
+      (let ((pick (completing-read (format "%s is ambiguous: " (alist-get 'link res))
+                                   (alist-get 'candidates res) nil t)))
+        (vaultd--land (list (vaultd--file root pick) 1 1 'char))))
+     ((null path) (user-error "vaultd: %s: %s" (alist-get 'link res) (alist-get 'broken res)))
+     (t (when (alist-get 'broken res)
+          (message "vaultd: %s: %s" (alist-get 'link res) (alist-get 'broken res)))
+        (push-mark nil t)
+        (vaultd--land (list (vaultd--file root path) (or (alist-get 'line res) 1) 1 'char))))))
+
+(defun vaultd--notes ()
+  "Every note as (CANDIDATE . NOTE): title, aliases, Denote identifier and path."
+  (let ((root (vaultd--root)))
+    (mapcar (lambda (n)
+              (let ((aliases (alist-get 'aliases n)) (id (alist-get 'id n)))
+                (cons (concat (alist-get 'title n)
+                              (if aliases (format "  (%s)" (string-join aliases ", ")) "")
+                              (if id (format "  %s" id) "")
+                              (propertize (format "  %s" (alist-get 'path n)) 'face 'shadow))
+                      (cons (cons 'file (vaultd--file root (alist-get 'path n))) n))))
+            (alist-get 'notes (vaultd--call "list" "--json")))))
+
+(defun vaultd--read-note (prompt)
+  (let* ((notes (vaultd--notes))
+         (pick (completing-read prompt notes nil t)))
+    (cdr (assoc pick notes))))
+
+;;;###autoload
+(defun vaultd-find-note ()
+  "Visit a note chosen by title, alias, Denote identifier or path."
+  (interactive)
+  (vaultd--land (list (alist-get 'file (vaultd--read-note "Note: ")) 1 1 'char)))
+
+;;;###autoload
+(defun vaultd-insert-link ()
+  "Insert a link to a note chosen by title, alias or identifier.
+Org's [[denote:ID][Title]] (or [[file:path][Title]]) in Org buffers,
+[[name]] elsewhere."
+  (interactive)
+  (let* ((n (vaultd--read-note "Link to: "))
+         (file (alist-get 'file n))
+         (title (alist-get 'title n))
+         (id (alist-get 'id n)))
+    (insert (if (derived-mode-p 'org-mode)
+                (format "[[%s][%s]]" (if id (concat "denote:" id)
+                                       (concat "file:" (file-relative-name file)))
+                        title)
+              (format "[[%s]]" (file-name-sans-extension (file-name-nondirectory file)))))))
+
+;;;###autoload
+(defun vaultd-insert-context (query)
+  "Insert what the notes say about QUERY (vaultq context).
+At most `vaultd-context-budget' tokens."
+  (interactive "sContext for: ")
+  (let ((text (with-temp-buffer
+                (let ((code (apply #'call-process vaultd-vaultq-program nil t nil
+                                   (append vaultd-vaultq-args
+                                           (list "context" "--budget" (number-to-string vaultd-context-budget)
+                                                 "--" query)))))
+                  (unless (memq code '(0 1)) (user-error "vaultd: %s" (string-trim (buffer-string))))
+                  (buffer-string)))))
+    (insert text)))
+
+(provide 'vaultd)
+;;; vaultd.el ends here
