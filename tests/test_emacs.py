@@ -87,3 +87,39 @@ def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_pa
     lines = {Path(r["file"]).read_text().split("\n")[r["line"] - 1] for r in landed}
     assert any("한국어" in x or "선택을" in x for x in lines) and any("東京" in x or "集中" in x for x in lines)
     assert any(" - " in Path(r["file"]).name for r in landed)
+
+
+EGLOT = r"""
+(require 'eglot)
+(add-to-list 'eglot-server-programs `((markdown-mode org-mode) . ,(split-string (getenv "VAULTD_TEST_LSP") "\t")))
+(find-file (getenv "VAULTD_TEST_FILE"))
+(eglot-ensure)
+(run-hooks 'post-command-hook)
+(with-timeout (30 (error "eglot did not connect"))
+  (while (not (eglot-current-server)) (accept-process-output nil 0.1)))
+(goto-char (point-min))
+(search-forward "[[file:../Deep")
+(org-reveal)
+(call-interactively #'xref-find-definitions)
+(princ (format "%s\t%d\t%d\n" buffer-file-name (line-number-at-pos) (- (point) (line-beginning-position))))
+"""
+
+
+def test_eglot_goes_to_the_definition_through_vaultd_lsp(make_daemon, tmp_path):
+    has = subprocess.run(["emacs", "--batch", "--eval", "(kill-emacs (if (require 'eglot nil t) 0 1))"],
+                         capture_output=True)
+    if has.returncode:
+        pytest.skip("eglot is not installed (Emacs 29, or apt-get install elpa-eglot)")
+    vault = tmp_path / "ed"
+    shutil.copytree(EDITORS, vault)
+    d = make_daemon(vault)
+    script = tmp_path / "eglot.el"
+    script.write_text(EGLOT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VAULTD_TEST_FILE": str(vault / ORG),
+           "VAULTD_TEST_LSP": "\t".join([sys.executable, "-m", "vaultd", "lsp", "--socket", str(d.socket)])}
+    run = subprocess.run(["emacs", "--batch", "-l", str(script)], env=env, cwd=vault, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    file, line, col = run.stdout.strip().split("\n")[-1].split("\t")
+    assert (file, (vault / file).read_text().split("\n")[int(line) - 1], col) == \
+        (str(vault / "Deep work.md"), "## Rules", "0")
