@@ -41,7 +41,7 @@ from pygls.uris import from_fs_path
 from . import __version__
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
-from .note import Heading, Link, Note, headings_of
+from .note import Heading, Link, headings_of
 from .parse import parse_lines
 from .paths import pick_socket
 from .store.graph import Graph
@@ -260,15 +260,23 @@ class VaultServer(LanguageServer):
 
     @contextmanager
     def session(self, near: str | None):
-        """A daemon session; None when the daemon is down (said once to the user)."""
+        """A daemon session; None when the daemon is down (said once to the user). A
+        connection lost midway is said too, and raised: the request fails."""
+        cm = self.daemon.session(near)
         try:
-            with self.daemon.session(near) as s:
-                yield s
+            s = cm.__enter__()
         except DaemonUnavailable as e:
             self.down(e)
             yield None
             return
         self.up()
+        try:
+            yield s
+        except DaemonUnavailable as e:
+            self.down(e)
+            raise
+        finally:
+            cm.__exit__(None, None, None)
 
     def vault_of(self, path: str) -> str | None:
         """The vault the daemon for `path` serves (asked once per folder)."""
