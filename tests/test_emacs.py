@@ -55,13 +55,14 @@ def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_pa
     def text_at(row: dict) -> str:
         return Path(row["file"]).read_text().split("\n")[row["line"] - 1][row["col"]:]
 
-    # search: each hit's line and character, from the daemon's byte column, where the word is
+    # search: each hit's line and character, where the word is
     res = d.request("search", q="splitter", limit=30)
     want = []
     for hit in res["hits"]:
         for s in hit["snippets"]:
             line = (vault / hit["path"]).read_text().split("\n")[s["line"] - 1]
-            want.append((str(vault / hit["path"]), s["line"], len(line.encode()[: s["col"] - 1].decode())))
+            assert len(line[: s["col"] - 1].encode()) == s["byte_col"] - 1  # the same spot, in bytes
+            want.append((str(vault / hit["path"]), s["line"], s["col"] - 1))
     for what in ("search", "preview"):
         rows = [r for r in landed if r["what"] == what]
         assert [(r["file"], r["line"], r["col"]) for r in rows] == want, what

@@ -21,10 +21,9 @@
 ;;   M-x vaultd-insert-context  what the notes say about a query, within a budget
 ;;
 ;; Every jump into an Org buffer ends with `org-reveal', so point is never left
-;; inside a folded subtree.  Columns: vaultq's JSON gives link columns in
-;; characters (used as they are) and search hits' columns in UTF-8 bytes of the
-;; line (turned into a position through `byte-to-position'): both land exactly
-;; on Korean, Japanese and emoji lines.
+;; inside a folded subtree.  Columns: vaultq's JSON gives every place's `col'
+;; in characters (its `byte_col' is for Vim and grep), which is what Emacs
+;; counts: it lands exactly on Korean, Japanese and emoji lines.
 ;;
 ;; The daemon is found as vaultq finds it: `vaultd-vaultq-args' (say
 ;; ("--vault" "~/notes")), else the vault around `default-directory'.
@@ -110,32 +109,22 @@ A daemon that is down, or a bad request, is a `user-error' in vaultq's words."
   (forward-line (1- line))
   (forward-char (min (max 0 (1- col)) (- (line-end-position) (point)))))
 
-(defun vaultd--goto-byte-column (line col)
-  "Go to LINE (1-based) and its UTF-8 byte column COL (1-based).
-As `rg --vimgrep' counts, and vaultq's search hits carry."
-  (goto-char (point-min))
-  (forward-line (1- line))
-  (let ((pos (byte-to-position (+ (position-bytes (point)) (max 0 (1- col))))))
-    (goto-char (min (or pos (line-end-position)) (line-end-position)))))
-
 (defun vaultd--reveal ()
   "Make point visible: in Org, unfold what hides it."
   (when (derived-mode-p 'org-mode)
     (org-reveal)))
 
 (defun vaultd--land (loc &optional window)
-  "Visit LOC, a list (FILE LINE COL KIND), KIND `char' or `byte'.
+  "Visit LOC, a list (FILE LINE COL): a 1-based line and character column.
 In WINDOW, else the selected one.  Return the buffer."
-  (pcase-let ((`(,file ,line ,col ,kind) loc))
+  (pcase-let ((`(,file ,line ,col) loc))
     (let ((buf (find-file-noselect file)))
       (if window
           (set-window-buffer window buf)
         (switch-to-buffer buf))
       (with-current-buffer buf
         (widen)
-        (if (eq kind 'byte)
-            (vaultd--goto-byte-column line col)
-          (vaultd--goto-char-column line col))
+        (vaultd--goto-char-column line col)
         (vaultd--reveal)
         (when window (set-window-point window (point))))
       buf)))
@@ -202,14 +191,14 @@ RET visits one, n/p preview the next/previous."
 ;;;; Search
 
 (defun vaultd--search-places (query)
-  "Each hit line of QUERY as (LABEL . (FILE LINE COL byte))."
+  "Each hit line of QUERY as (LABEL . (FILE LINE COL))."
   (let* ((res (vaultd--call "search" "--json" "-n" (number-to-string vaultd-search-limit) "--" query))
          (root (and res (file-name-as-directory (alist-get 'vault res)))))
     (mapcan (lambda (hit)
               (let ((path (alist-get 'path hit)))
                 (mapcar (lambda (s)
                           (cons (format "%s:%d: %s" path (alist-get 'line s) (alist-get 'text s))
-                                (list (vaultd--file root path) (alist-get 'line s) (alist-get 'col s) 'byte)))
+                                (list (vaultd--file root path) (alist-get 'line s) (alist-get 'col s))))
                         (alist-get 'snippets hit))))
             (and res (alist-get 'hits res)))))
 
@@ -260,14 +249,14 @@ where n/p preview and RET lands."
 ;;;; Backlinks
 
 (defun vaultd--backlink-places (note)
-  "The links into NOTE as (LABEL . (FILE LINE COL char))."
+  "The links into NOTE as (LABEL . (FILE LINE COL))."
   (let* ((root (vaultd--root))
          (res (vaultd--call "backlinks" "--json" "--" note)))
     (mapcar (lambda (b)
               (let ((path (alist-get 'path b)))
                 (cons (format "%s:%d:%d: %s" path (alist-get 'line b) (alist-get 'col b)
                               (string-trim (or (alist-get 'text b) (alist-get 'raw b))))
-                      (list (vaultd--file root path) (alist-get 'line b) (alist-get 'col b) 'char))))
+                      (list (vaultd--file root path) (alist-get 'line b) (alist-get 'col b)))))
             (and res (alist-get 'backlinks res)))))
 
 ;;;###autoload
@@ -304,12 +293,12 @@ Every link syntax vaultd reads: wikilinks, Markdown, Org file:, id:, denote:."
      ((alist-get 'candidates res)
       (let ((pick (completing-read (format "%s is ambiguous: " (alist-get 'link res))
                                    (alist-get 'candidates res) nil t)))
-        (vaultd--land (list (vaultd--file root pick) 1 1 'char))))
+        (vaultd--land (list (vaultd--file root pick) 1 1))))
      ((null path) (user-error "vaultd: %s: %s" (alist-get 'link res) (alist-get 'broken res)))
      (t (when (alist-get 'broken res)
           (message "vaultd: %s: %s" (alist-get 'link res) (alist-get 'broken res)))
         (push-mark nil t)
-        (vaultd--land (list (vaultd--file root path) (or (alist-get 'line res) 1) 1 'char))))))
+        (vaultd--land (list (vaultd--file root path) (or (alist-get 'line res) 1) 1))))))
 
 (defun vaultd--notes ()
   "Every note as (CANDIDATE . NOTE): title, aliases, Denote identifier and path."
@@ -332,7 +321,7 @@ Every link syntax vaultd reads: wikilinks, Markdown, Org file:, id:, denote:."
 (defun vaultd-find-note ()
   "Visit a note chosen by title, alias, Denote identifier or path."
   (interactive)
-  (vaultd--land (list (alist-get 'file (vaultd--read-note "Note: ")) 1 1 'char)))
+  (vaultd--land (list (alist-get 'file (vaultd--read-note "Note: ")) 1 1)))
 
 ;;;###autoload
 (defun vaultd-insert-link ()
