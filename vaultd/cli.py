@@ -73,15 +73,23 @@ def run(config_path, vault, state_dir, log_level, socket, split):
     """Run the daemon in the foreground (systemd: Type=notify)."""
     cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
     setup_logging(cfg.log_level)
-    from .server import Server
+    import msgspec
 
+    from .server import Server, listen_fds
+
+    passed = listen_fds()
+    if passed is not None:  # socket activation: serve where systemd listens, whatever the config says
+        if passed.getsockname() != cfg.socket:
+            logging.getLogger("vaultd").info("systemd passed the socket %s (the config's is %s): serving on it",
+                                             passed.getsockname(), cfg.socket)
+        cfg = msgspec.structs.replace(cfg, socket=passed.getsockname())
     vaultq = Path(sys.executable).with_name("vaultq")
     logging.getLogger("vaultd").info(
         "starting on %s; once it serves, try: %s --socket %s search WORD",
         cfg.vault, vaultq if vaultq.exists() else "vaultq", cfg.socket,
     )
     os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see split.apply)
-    Server(cfg).run()
+    Server(cfg, passed).run()
 
 
 @cli.command()

@@ -33,11 +33,11 @@ class IndexLocked(VaultdError):
 class SocketInUse(VaultdError):
     """A live daemon already listens on the socket."""
 
-    def __init__(self, path: str, pid: int | None):
+    def __init__(self, path: str, pid: int | None, hint: str = ""):
         self.path = path
         self.pid = pid
         holder = f"vaultd process {pid}" if pid else "another process"
-        super().__init__(f"socket {path} is in use by {holder}")
+        super().__init__(f"socket {path} is in use by {holder}" + (f"; {hint}" if hint else ""))
 
 
 class QueryError(VaultdError):

@@ -7,8 +7,14 @@ The main thread waits for SIGTERM/SIGINT and watches over the rest: the watcher 
 tended (re-watched, restarted, its coverage counted, rescans asked for), and when
 the accept or indexer thread fails, by any exception, native panics included, the
 daemon stops and exits 1 so that systemd starts it afresh: never a live daemon with
-a dead part. systemd hears READY=1 once the index is open and the socket listens,
-STATUS= when the watch degrades or recovers, STOPPING=1 on the way out.
+a dead part.
+
+systemd (see systemd/): the socket may be passed by systemd (socket activation, see
+`listen_fds`): then it is served as it is, never unlinked nor bound again. systemd hears
+STATUS= with the first index's progress (and EXTEND_TIMEOUT_USEC while it moves), READY=1
+once the first reconcile is done (the index in line with the vault, the link graph built),
+STATUS= when the watch degrades or recovers, WATCHDOG=1 from the main loop while the accept
+and indexer threads live, and STOPPING=1 on the way out.
 """
 
 from __future__ import annotations
@@ -20,12 +26,13 @@ import signal
 import socket
 import stat
 import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 
 from . import __version__, api, protocol
 from .config import Config
-from .errors import QueryError, SocketInUse, VaultError
+from .errors import ConfigError, QueryError, SocketInUse, VaultError
 from .store.index import IndexDamaged, _damage
 from .ingest.indexer import Indexer, _from_panic
 from .vault import Vault
@@ -50,6 +57,54 @@ def sd_notify(message: str) -> None:
             s.sendall(message.encode())
     except OSError as e:
         logger.warning("sd_notify(%s) failed: %s", message, e)
+
+
+LISTEN_FDS_START = 3
+"""The first descriptor systemd passes (sd_listen_fds(3))."""
+
+
+def listen_fds() -> socket.socket | None:
+    """The socket systemd passed to this process (socket activation, the sd_listen_fds(3)
+    protocol): fd 3 when LISTEN_FDS is set and LISTEN_PID is this process; else None. The
+    variables are cleared, as sd_listen_fds(1) does, so that no child takes them for its own.
+    ConfigError when what was passed is not one listening Unix stream socket with a path
+    (a socket unit that does not fit: exit 2, which the service does not restart on)."""
+    n, pid = os.environ.pop("LISTEN_FDS", None), os.environ.pop("LISTEN_PID", None)
+    os.environ.pop("LISTEN_FDNAMES", None)
+    if n is None or pid != str(os.getpid()):
+        return None
+    if n != "1":
+        raise ConfigError(f"systemd passed {n} descriptors (LISTEN_FDS={n}); vaultd listens on one socket: "
+                          "give vaultd.socket one ListenStream= and nothing else")
+    try:
+        s = socket.socket(fileno=LISTEN_FDS_START)
+    except OSError as e:
+        raise ConfigError(f"fd {LISTEN_FDS_START}, passed by systemd (LISTEN_FDS=1), is not a socket: "
+                          f"{e.strerror or e}") from None
+    path = s.getsockname() if s.family == socket.AF_UNIX else None
+    if not (s.type == socket.SOCK_STREAM and s.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            and isinstance(path, str) and path.startswith("/")):
+        kind = f"{s.family.name} {s.type.name}{'' if path is None else ' ' + repr(path)}"
+        s.detach()  # not ours to close
+        raise ConfigError(f"the socket systemd passed (fd {LISTEN_FDS_START}, {kind}) is not a listening Unix "
+                          "stream socket with a path: vaultd.socket needs ListenStream=/path/to.sock")
+    os.set_inheritable(s.fileno(), False)
+    return s
+
+
+def watchdog_interval() -> float | None:
+    """Seconds between WATCHDOG=1 pings: half of WATCHDOG_USEC when systemd set it for this
+    process (WatchdogSec= in the unit), else None."""
+    usec, pid = os.environ.get("WATCHDOG_USEC", ""), os.environ.get("WATCHDOG_PID")
+    if not usec.isdigit() or int(usec) == 0 or (pid and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2e6
+
+
+EXTEND_S = 30
+"""While the first index moves, systemd's start timeout is pushed this far ahead
+(EXTEND_TIMEOUT_USEC); once it has not moved for this long, no more: systemd's
+TimeoutStartSec then ends a start that hangs."""
 
 
 class SocketLock:
@@ -91,14 +146,21 @@ def _prepare_dir(d: Path) -> None:
 
 
 class Server:
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, listener: socket.socket | None = None):
+        """`listener`: the socket systemd passed (see listen_fds), served as it is; its path
+        is config.socket then (cli.run sets it so)."""
         self.config = config
         self.socket_path = Path(config.socket)
+        self._passed = listener
         self.should_exit = threading.Event()
         self.vault: Vault | None = None
         self.api: api.Operations | None = None
         """The operations each request is answered by (over the vault and the indexer)."""
-        self.indexer = Indexer(config.watch, self.should_exit)
+        self.indexer = Indexer(config.watch, self.should_exit, first_pass=self._ready)
+        self.ready = False
+        """READY=1 was sent: the first reconcile is done."""
+        self._said: str | None = None
+        """The STATUS= systemd heard last."""
         self.failure: str | None = None
         """Why the daemon stops on its own (a part of it failed): it then exits 1."""
         self._listener: socket.socket | None = None
@@ -127,16 +189,61 @@ class Server:
             raise VaultError(f"{self.failure}; vaultd stopped so that it starts afresh")
 
     def main_loop(self) -> None:
-        """Twice a second: a part that died stops the daemon, and the watcher is tended."""
-        said = None
-        while not self.should_exit.wait(0.5):
+        """Twice a second (four times until READY): a part that died stops the daemon, the
+        watcher is tended, systemd hears the status and, while every part lives, the watchdog
+        ping; until READY, how far the first index is, and more time while it moves."""
+        ping_every, next_ping = watchdog_interval(), 0.0
+        moved = (None, time.monotonic())  # (what systemd last heard of the first index, since when)
+        next_extend = 0.0
+        while True:
+            now = time.monotonic()
+            alive = True
             for t in self._threads:
                 if not t.is_alive() and not self.should_exit.is_set():
                     self._fail(t.name, "the thread ended")
+                    alive = False
+            if ping_every and alive and now >= next_ping:
+                sd_notify("WATCHDOG=1")
+                next_ping = now + ping_every
             problem = self.indexer.tend()
-            if problem != said:
-                said = problem
-                sd_notify(f"STATUS={'degraded: ' + said if said else 'serving'}")
+            status = self._status(problem)
+            if not self.ready:
+                if status != moved[0]:
+                    moved = (status, now)
+                if now - moved[1] < EXTEND_S and now >= next_extend:
+                    sd_notify(f"EXTEND_TIMEOUT_USEC={EXTEND_S * 2 * 1_000_000}")
+                    next_extend = now + EXTEND_S / 3
+            if status != self._said:
+                self._said = status
+                sd_notify(f"STATUS={status}")
+            if self.should_exit.wait(0.5 if self.ready else 0.25):
+                return
+
+    def _status(self, problem: str | None) -> str:
+        """What systemd shows after "Status:": the watch's problem, else how far the first
+        reconcile is ("indexing 120 of 3000 files"), else "serving"."""
+        if problem:
+            return "degraded: " + problem
+        v = self.vault
+        if self.ready:
+            failed = v.indexing and self.indexer.last_error
+            return f"serving; the first index failed and is retried: {failed}" if failed else "serving"
+        if v.reconciled:
+            return "building the link graph"
+        done, total = v.progress
+        if total is None:
+            return ("indexing" if v.first_index else "checking for changes") + ": listing the vault's files"
+        return f"indexing {done} of {total} files" if v.first_index else f"checking for changes: {done} of {total} files"
+
+    def _ready(self) -> None:
+        """The indexer's first reconcile is done (or failed: then it is retried, and status
+        says why): answers are now of the whole vault. Called from the indexer thread."""
+        if self.ready:
+            return
+        self.ready = True
+        self._said = self._status(self.indexer.watcher.problem)
+        sd_notify(f"READY=1\nSTATUS={self._said}")
+        logger.info("ready: %d notes in the index", len(self.vault.notes))
 
     def _fail(self, part: str, why: str) -> None:
         """A part of the daemon failed for good: stop, and exit 1."""
@@ -164,16 +271,7 @@ class Server:
         self._lock.acquire()
         try:
             self.vault = Vault(self.config)
-            with suppress(FileNotFoundError):
-                os.unlink(self.socket_path)  # stale: its owner no longer holds the lock
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-            old_umask = os.umask(0o177)
-            try:
-                listener.bind(str(self.socket_path))
-            finally:
-                os.umask(old_umask)
-            os.chmod(self.socket_path, 0o600)
-            listener.listen(socket.SOMAXCONN)  # a burst of clients waits for accept, not refused
+            listener = self._passed or self._bind()
             listener.settimeout(0.5)
             self._listener = listener
         except BaseException:
@@ -187,10 +285,38 @@ class Server:
         self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
         self._spawn(self._part(self.indexer.run, "indexer"), "indexer")
         logger.info(
-            "vaultd %s serving %s on %s (pid %d, %d notes in the index, %s folders watched)",
-            __version__, self.vault.root, self.socket_path, os.getpid(), len(self.vault.notes), watcher.watched,
+            "vaultd %s serving %s on %s%s (pid %d, %d notes in the index, %s folders watched)",
+            __version__, self.vault.root, self.socket_path, ", passed by systemd" if self._passed else "",
+            os.getpid(), len(self.vault.notes), watcher.watched,
         )
-        sd_notify("READY=1\nSTATUS=" + ("degraded: " + watcher.problem if watcher.problem else "serving"))
+        self._said = self._status(watcher.problem)
+        sd_notify(f"STATUS={self._said}")
+
+    def _bind(self) -> socket.socket:
+        """A new listening socket at the socket path, 0600. A socket file there is stale (its
+        owner no longer holds the lock) unless something accepts on it: systemd's
+        vaultd.socket does, and it is left alone."""
+        if self.socket_path.is_socket():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.settimeout(1.0)
+                try:
+                    probe.connect(str(self.socket_path))
+                except OSError:
+                    pass
+                else:
+                    raise SocketInUse(str(self.socket_path), None, "it is systemd's (vaultd.socket)? then "
+                                      "`systemctl --user start vaultd`, or stop vaultd.socket first")
+        with suppress(FileNotFoundError):
+            os.unlink(self.socket_path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(str(self.socket_path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.socket_path, 0o600)
+        listener.listen(socket.SOMAXCONN)  # a burst of clients waits for accept, not refused
+        return listener
 
     def shutdown(self) -> None:
         sd_notify("STOPPING=1")
@@ -198,11 +324,13 @@ class Server:
         if self.vault is not None:
             self.vault.stopping.set()  # a first index of a big vault must not hold up a stop
         if self._listener is not None:
-            with suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop now, not at its next timeout
-            self._listener.close()
-        with suppress(FileNotFoundError):
-            os.unlink(self.socket_path)
+            if self._passed is None:  # on systemd's socket, shutdown() would stop it listening for good
+                with suppress(OSError):
+                    self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accept loop now, not at its next timeout
+            self._listener.close()  # a passed one: our copy; systemd keeps listening on its own
+        if self._passed is None:
+            with suppress(FileNotFoundError):
+                os.unlink(self.socket_path)
         self.indexer.stop()
         for t in self._threads:
             t.join(timeout=30)

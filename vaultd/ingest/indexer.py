@@ -38,9 +38,12 @@ def _from_panic(e: BaseException | None) -> bool:
     return False
 
 class Indexer:
-    def __init__(self, config: Watch, should_exit: threading.Event):
+    def __init__(self, config: Watch, should_exit: threading.Event, first_pass=None):
         self.config = config
         self.should_exit = should_exit
+        self.first_pass = first_pass
+        """Called once, from this thread, when the first reconcile is done or has failed
+        (the server's READY=1)."""
         self.vault = None
         self.debouncer = Debouncer(config.debounce_ms / 1000, config.max_delay_ms / 1000)
         self.failed: list[str] = []
@@ -106,6 +109,9 @@ class Indexer:
             if time.monotonic() >= retry_at:
                 if rescan:
                     rescan, last_scan = not (ok := self._guard(vault.reconcile)), time.monotonic()
+                    if self.first_pass and not self.should_exit.is_set():
+                        self.first_pass, ready = None, self.first_pass
+                        ready()
                 if ok and batch:
                     ok = self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
                     batch = [] if ok else batch

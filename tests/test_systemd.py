@@ -1,0 +1,184 @@
+"""vaultd under systemd: a socket passed by socket activation (sd_listen_fds), the notify
+protocol (READY after the first index, STATUS, EXTEND_TIMEOUT_USEC, WATCHDOG, STOPPING)
+heard on a datagram socket of the test's own, as systemd would hear it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import children, wait_for
+
+WRAPPER = ("import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); "
+           "os.environ.update(LISTEN_FDS=sys.argv[2], LISTEN_PID=str(os.getpid())); "
+           "os.execv(sys.executable, [sys.executable, *sys.argv[3:]])")
+"""What systemd does for a socket unit's service: the socket as fd 3, LISTEN_FDS, and
+LISTEN_PID set to the pid of the very process that runs the daemon (hence the exec)."""
+
+
+def listening(path: Path, kind=socket.SOCK_STREAM) -> socket.socket:
+    s = socket.socket(socket.AF_UNIX, kind)
+    s.bind(str(path))
+    if kind == socket.SOCK_STREAM:
+        s.listen(16)
+    return s
+
+
+def activated(sock: socket.socket, args: list[str], log: Path, n: int = 1, **kw) -> subprocess.Popen:
+    """`python -m vaultd ARGS` started the way systemd starts a socket-activated service,
+    its output in `log`."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-c", WRAPPER, str(sock.fileno()), str(n), "-m", "vaultd", *args],
+                                pass_fds=(sock.fileno(),), stdout=out, stderr=subprocess.STDOUT, **kw)
+
+
+def ask(conn: socket.socket, op: str, **args) -> dict:
+    conn.sendall(json.dumps({"v": 1, "id": 1, "op": op, **args}).encode() + b"\n")
+    return json.loads(conn.makefile("rb").readline())
+
+
+def run_args(vault: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return ["run", "--vault", str(vault), "--state-dir", str(tmp_path / "state"), *extra]
+
+
+def test_a_request_queued_on_the_passed_socket_before_start_is_answered(vault, tmp_path, short_dir):
+    path = short_dir / "act.sock"
+    listener = listening(path)
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(30)
+    client.connect(str(path))  # queued: nothing runs yet, systemd holds the socket
+    client.sendall(json.dumps({"v": 1, "id": 7, "op": "status"}).encode() + b"\n")
+    # the config's socket is elsewhere: the daemon serves the one it was given
+    log = tmp_path / "log"
+    proc = activated(listener, run_args(vault, tmp_path, "--socket", str(short_dir / "other.sock")), log)
+    try:
+        reply = json.loads(client.makefile("rb").readline())
+        assert reply["id"] == 7 and reply["ok"], reply
+        assert reply["result"]["socket"] == str(path) and reply["result"]["pid"] == proc.pid
+        assert not (short_dir / "other.sock").exists()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert f"on {path}, passed by systemd" in log.read_text(), log.read_text()
+        # systemd's socket is left as it was: its file, and queued connections, for the next start
+        assert path.is_socket()
+        again = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        again.connect(str(path))
+        again.sendall(json.dumps({"v": 1, "id": 8, "op": "ping"}).encode() + b"\n")
+        proc = activated(listener, run_args(vault, tmp_path), log)
+        again.settimeout(30)
+        assert json.loads(again.makefile("rb").readline())["result"]["pong"] is True
+        again.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        client.close()
+        listener.close()
+
+
+def test_a_daemon_started_by_hand_leaves_a_socket_systemd_listens_on_alone(vault, tmp_path, short_dir):
+    path = short_dir / "held.sock"
+    listener = listening(path)  # as vaultd.socket holds it, the service not started
+    try:
+        r = subprocess.run([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path, "--socket", str(path))],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 3, r.stderr
+        assert f"socket {path} is in use by another process; it is systemd's (vaultd.socket)?" in r.stderr
+        assert path.is_socket()
+    finally:
+        listener.close()
+
+
+def test_what_is_not_one_listening_unix_stream_socket_is_refused_with_exit_2(vault, tmp_path, short_dir):
+    cases = [
+        (listening(short_dir / "dgram.sock", socket.SOCK_DGRAM), 1, "is not a listening Unix stream socket"),
+        (socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), 1, "is not a listening Unix stream socket"),
+        (listening(short_dir / "two.sock"), 2, "systemd passed 2 descriptors (LISTEN_FDS=2)"),
+    ]
+    for sock, n, message in cases:
+        with sock:
+            proc = activated(sock, run_args(vault, tmp_path), tmp_path / "log", n)
+            proc.wait(timeout=30)
+            out = (tmp_path / "log").read_text()
+            assert proc.returncode == 2 and "vaultd: configuration error: " in out and message in out, out
+    # LISTEN_PID of another process (a parent's, inherited): not ours, so the daemon binds its own
+    env = {**os.environ, "LISTEN_FDS": "1", "LISTEN_PID": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path, "--socket",
+                                                                         str(short_dir / "own.sock"))],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: (short_dir / "own.sock").exists(), timeout=20, interval=0.05)
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+
+
+def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stopping(tmp_path, short_dir):
+    """The first index held still (its parse workers stopped, SIGSTOP): systemd hears how far
+    it is and more time, the watchdog pings, no READY; a query says it is indexing and
+    vaultq exits 4. Let go: READY=1, and by then the answers are of the whole vault."""
+    vault = tmp_path / "big"
+    for i in range(400):  # over workers.POOL_MIN: parsed in worker processes, which can be held
+        (vault / f"d{i % 8}").mkdir(parents=True, exist_ok=True)
+        (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
+    (tmp_path / "workers.toml").write_text("[index]\nworkers = 2\n")
+    notify = listening(short_dir / "notify", socket.SOCK_DGRAM)
+    notify.settimeout(30)
+    sock = short_dir / "n.sock"
+    env = {**os.environ, "NOTIFY_SOCKET": str(short_dir / "notify"), "WATCHDOG_USEC": "400000"}
+    proc = subprocess.Popen([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path, "--socket", str(sock),
+                                                                         "--config", str(tmp_path / "workers.toml"))],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    heard: list[str] = []
+    stopped: set[int] = set()
+
+    def hold() -> bool:  # stop every child (the workers, multiprocessing's helper) as it appears
+        for pid in children(proc.pid):
+            if pid not in stopped:
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return len(stopped) >= 2
+
+    def hear(until) -> str:
+        while True:
+            heard.append(notify.recv(4096).decode())
+            if until(heard[-1]):
+                return heard[-1]
+
+    try:
+        wait_for(hold, timeout=30, interval=0.002)
+        hear(lambda m: m.startswith("STATUS=indexing ") and m.endswith(" of 400 files"))
+        hear(lambda m: m == "WATCHDOG=1")
+        assert not any(m.startswith("READY=1") for m in heard), heard
+        assert f"EXTEND_TIMEOUT_USEC={60 * 1_000_000}" in heard, heard
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect(str(sock))
+            st = ask(c, "status")["result"]
+        assert st["indexing"] is True and st["reconciled"] is False and st["progress"]["total"] == 400
+        r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(sock), "search", "quokka"],
+                           capture_output=True, text=True, timeout=30, cwd=tmp_path)
+        assert r.returncode == 4 and "still building its first index" in r.stderr, r.stderr
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    try:
+        ready = hear(lambda m: m.startswith("READY=1"))
+        assert ready == "READY=1\nSTATUS=serving"
+        with socket.socket(socket.AF_UNIX) as c:
+            c.connect(str(sock))
+            st = ask(c, "status")["result"]
+        assert st["reconciled"] is True and st["indexing"] is False and st["notes"] == 400 and st["graph"] == "ready"
+        pings = len([m for m in heard if m == "WATCHDOG=1"])
+        hear(lambda m: m == "WATCHDOG=1")
+        assert len([m for m in heard if m == "WATCHDOG=1"]) > pings
+        proc.send_signal(signal.SIGTERM)
+        hear(lambda m: m == "STOPPING=1")
+        assert proc.wait(timeout=15) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+        notify.close()
