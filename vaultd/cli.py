@@ -185,6 +185,38 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     sys.exit(0 if ok else 1)
 
 
+@cli.command("install-service")
+@common
+@click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
+@_split_option
+@click.option("--dir", "unit_dir", type=click.Path(file_okay=False),
+              help="Write the units here (default: ~/.config/systemd/user).")
+@click.option("--dry-run", is_flag=True, help="Print the units; write nothing.")
+def install_service(config_path, vault, state_dir, log_level, socket, split, unit_dir, dry_run):
+    """Write the systemd user units vaultd.service and vaultd.socket for this vault and this
+    installation of vaultd (ExecStart its absolute path; ListenStream the socket vaultq looks
+    for), and print the systemctl commands that start them."""
+    from . import service
+
+    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    flags = [w for flag, val in (("--config", config_path and str(Path(config_path).absolute())),
+                                 ("--state-dir", state_dir and cfg.state_dir), ("--socket", socket and cfg.socket),
+                                 ("--split", split), ("--log-level", log_level)) if val for w in (flag, val)]
+    units = service.render(cfg, service.vaultd_command(), flags)
+    if dry_run:
+        for name, text in units.items():
+            click.echo(f"# ---- {name}\n{text}")
+        return
+    for path, what in service.install(units, Path(unit_dir) if unit_dir else service.unit_dir()):
+        click.echo(f"{what}: {path}")
+    click.echo(f"vault {cfg.vault}, socket {cfg.socket}. Now:\n"
+               "  systemctl --user daemon-reload\n"
+               "  systemctl --user enable --now vaultd.socket vaultd.service\n"
+               "  vaultd check                           # is it up? what next?\n"
+               "  journalctl --user -u vaultd -f         # its log\n"
+               "To keep it running while you are logged out: loginctl enable-linger")
+
+
 @cli.command("mcp")
 @click.option("--socket", help="The daemon's socket (default: $VAULTD_SOCKET, else the daemon of --vault, of the "
                                "vault around the current folder, or the only one running).")
