@@ -274,3 +274,42 @@ def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, v
         assert proc.wait(timeout=15) == 0
     finally:
         listener.close()
+
+
+# -- found from another XDG_RUNTIME_DIR; vaultd check --------------------------------------
+
+
+def test_a_client_with_another_xdg_runtime_dir_finds_the_daemon_and_check_says_what_next(vault, tmp_path, short_dir):
+    """The daemon listens in the temp-dir fallback (no XDG_RUNTIME_DIR, as from cron); an
+    agent's sandbox has an XDG_RUNTIME_DIR of its own: vaultq, vaultd check and a second
+    `vaultd run` all find the running one."""
+    base = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    daemon_env = {**base, "TMPDIR": str(short_dir)}
+    sandbox = tmp_path / "sandbox-rt"
+    sandbox.mkdir(mode=0o700)
+    client_env = {**daemon_env, "XDG_RUNTIME_DIR": str(sandbox)}
+    proc = subprocess.Popen([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path)], env=daemon_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sock = wait_for(lambda: next((short_dir / f"vaultd-{os.getuid()}").glob("*.sock"), None), timeout=20)
+        r = wait_for(lambda: (r := subprocess.run([sys.executable, "-m", "vaultd.vaultq", "search", "boredom"],
+                                                  capture_output=True, text=True, timeout=30, cwd=vault,
+                                                  env=client_env)).returncode == 0 and r, timeout=20, interval=0.1)
+        assert "Deep work" in r.stdout
+        check = [sys.executable, "-m", "vaultd", "check", "--vault", str(vault), "--state-dir", str(tmp_path / "state")]
+        r = subprocess.run(check, capture_output=True, text=True, timeout=30, env=client_env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"socket:    {sandbox / 'vaultd' / sock.name} (where `vaultd run` listens from here)" in r.stdout
+        assert f"           {sock} (where vaultq finds this vault's daemon)" in r.stdout
+        assert f"daemon:    running, pid {proc.pid}" in r.stdout and "do not start another" in r.stdout
+        assert f"next:      vaultq --vault {vault} search WORD" in r.stdout
+        assert "systemd:   no user manager to ask here" in r.stdout or "vaultd.service:" in r.stdout
+        r = subprocess.run([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path)], capture_output=True,
+                           text=True, timeout=30, env=client_env)
+        assert r.returncode == 3 and f"a vaultd serves this vault on {sock}" in r.stderr, r.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+    r = subprocess.run(check, capture_output=True, text=True, timeout=30, env=client_env)
+    assert r.returncode == 1 and "daemon:    not running on " in r.stdout
+    assert f"next:      vaultd run --vault {vault}" in r.stdout or "next:      vaultd install-service" in r.stdout

@@ -89,7 +89,16 @@ def run(config_path, vault, state_dir, log_level, socket, split):
         cfg.vault, vaultq if vaultq.exists() else "vaultq", cfg.socket,
     )
     os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see split.apply)
-    Server(cfg, passed).run()
+    try:
+        Server(cfg, passed).run()
+    except IndexLocked as e:  # another vaultd serves this vault: say where, when it listens elsewhere
+        from .paths import vault_socket
+
+        there = vault_socket(Path(cfg.vault))
+        if there.exists() and str(there) != cfg.socket:
+            raise IndexLocked(f"{e}: a vaultd serves this vault on {there} (another XDG_RUNTIME_DIR); "
+                              "vaultq finds it there, no need to start another") from None
+        raise
 
 
 @cli.command()
@@ -126,16 +135,20 @@ def index(config_path, vault, state_dir, log_level):
 @click.option("--socket", help="Unix socket path [VAULTD_SOCKET].")
 @_split_option
 def check(config_path, vault, state_dir, log_level, socket, split):
-    """Check the config, the vault and the daemon; exit 1 if something is wrong (the daemon
-    down, edits it cannot index, a vault it cannot watch whole)."""
+    """Check the config, the vault, the daemon and its systemd units; say the next command
+    to run; exit 1 if something is wrong (the daemon down, edits it cannot index, a vault it
+    cannot watch whole, a unit that failed)."""
     import json
     import socket as so
 
     cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    from . import service
     from .ingest.filters import NoteFilter
+    from .paths import runtime_dirs, vault_socket
     from .store.index import SCHEMA_VERSION
 
     ok = True
+    nxt: str | None = None  # the command to run next
     notes = sum(1 for _ in NoteFilter(cfg.watch.extensions, cfg.watch.ignore_dirs).walk(Path(cfg.vault)))
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
     click.echo(f"vault:     {cfg.vault} ({notes} notes)")
@@ -152,14 +165,53 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     click.echo("capture:   " + (f"on: an agent's `remember` appends to the day's capture note in {cfg.capture.folder}/ "
                                 "(undo: `vaultq split --undo OP`)" if cfg.capture.folder else
                                 "off: `remember` is refused ([capture] folder turns it on)"))
+
+    # the units: installed, enabled, running (from the user manager, else from the files)
+    units = service.units_state()
+    files = {u: service.unit_dir() / u for u in service.UNITS}
+    svc, sck = (units or {}).get("vaultd.service"), (units or {}).get("vaultd.socket")
+    if units is None:
+        found = [str(f) for f in files.values() if f.is_file()]
+        click.echo("systemd:   no user manager to ask here (systemctl --user); unit files: "
+                   + (", ".join(found) or f"none in {service.unit_dir()}"))
+    else:
+        for unit, st in units.items():
+            if not st["file"]:
+                click.echo(f"{unit + ':':<10} not installed")
+                continue
+            what = f"{st['enabled'] or '?'}, {st['active']} ({st['sub']})"
+            extra = f", listening on {st['listen']}" if st["listen"] else f": {st['status']}" if st["status"] else ""
+            click.echo(f"{unit + ':':<10} {what}{extra} [{st['file']}]")
+        if svc["active"] == "failed" or svc["result"] not in ("", "success"):
+            ok = False
+            nxt = "journalctl --user -u vaultd -e   # why it failed; then: systemctl --user restart vaultd"
+        log = service.journal("vaultd.service")
+        if log and svc["file"]:
+            click.echo("log:       " + "\n           ".join(log.splitlines()[-5:]))
+    listen = (sck or {}).get("listen") or service.listen_path(files["vaultd.socket"])
+    if listen and listen != cfg.socket:
+        click.echo(f"           vaultd.socket listens on {listen}, not on {cfg.socket} (this vault's): "
+                   "vaultq --vault will not find it")
+        nxt = nxt or f"vaultd install-service --vault {cfg.vault}   # units for this vault, then daemon-reload"
+
+    # the socket, as a client finds it and as the daemon says it is
+    client = cfg.socket if Path(cfg.socket).exists() else str(vault_socket(Path(cfg.vault)))
+    click.echo(f"socket:    {cfg.socket} (where `vaultd run` listens from here)")
+    if client != cfg.socket:
+        click.echo(f"           {client} (where vaultq finds this vault's daemon)")
     try:
         with so.socket(so.AF_UNIX) as s:
             s.settimeout(5)
-            s.connect(cfg.socket)
+            s.connect(client)
             s.sendall(b'{"op":"status"}\n')
             st = json.loads(s.makefile("rb").readline())["result"]
         click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, "
-                   f"{st.get('broken')} broken links")
+                   f"{st.get('broken')} broken links" + (" (first index being built)" if st.get("indexing") else ""))
+        if st.get("socket") and st["socket"] != client:
+            click.echo(f"           it says its socket is {st['socket']}")
+        if client != cfg.socket:
+            click.echo(f"           not where `vaultd run` would listen from here (XDG_RUNTIME_DIR differs): "
+                       "do not start another; vaultq finds this one")
         if st.get("vault") and os.path.realpath(st["vault"]) != os.path.realpath(cfg.vault):
             click.echo(f"           it serves {st['vault']}, not {cfg.vault}")
             ok = False
@@ -179,9 +231,21 @@ def check(config_path, vault, state_dir, log_level, socket, split):
                 f"{w['folders']} folders (the watches cannot be counted without /proc)"
             every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
             click.echo(f"watch:     ok, {counted}{every}")
+        nxt = nxt or ("vaultq status   # the first index is being built" if st.get("indexing") else
+                      f"vaultq --vault {cfg.vault} search WORD")
     except OSError as e:
-        click.echo(f"daemon:    not running on {cfg.socket} ({e.strerror or e}); start it with `vaultd run`")
+        looked = ", ".join(map(str, runtime_dirs())) or "no runtime folder exists"
+        click.echo(f"daemon:    not running on {client} ({e.strerror or e}); looked in {looked}")
         ok = False
+        if nxt is None:
+            if svc and svc["file"]:
+                nxt = "systemctl --user enable --now vaultd.socket vaultd.service"
+            elif units is not None:
+                nxt = (f"vaultd install-service --vault {cfg.vault} && systemctl --user daemon-reload && "
+                       "systemctl --user enable --now vaultd.socket vaultd.service")
+            else:
+                nxt = f"vaultd run --vault {cfg.vault}"
+    click.echo(f"next:      {nxt}")
     sys.exit(0 if ok else 1)
 
 

@@ -45,22 +45,52 @@ def default_socket(vault: Path) -> Path:
     return runtime_dir() / f"{vault_name(vault)}.sock"
 
 
+def runtime_dirs() -> list[Path]:
+    """Every folder a vaultd of this user may listen in, runtime_dir() first: the login's
+    runtime folder (the systemd unit's) and the temp-dir one too, so that a client run with
+    another XDG_RUNTIME_DIR (an agent's sandbox, cron) finds a daemon that runs. Only
+    folders that are this user's and that no one else can write into."""
+    uid = os.getuid()
+    dirs = dict.fromkeys((runtime_dir(), Path(SESSION_RUNTIME.format(uid=uid)) / "vaultd",
+                          Path(os.environ.get("TMPDIR") or "/tmp") / f"vaultd-{uid}", Path("/tmp") / f"vaultd-{uid}"))
+    mine = []
+    for d in dirs:
+        try:
+            st = d.stat()
+        except OSError:
+            continue
+        if st.st_uid == uid and not st.st_mode & 0o022:
+            mine.append(d)
+    return mine
+
+
 def find_socket(cwd: Path) -> tuple[Path | None, list[Path]]:
     """The socket vaultq should use when none is given.
 
-    The daemon of the vault holding `cwd` wins; else the only running one.
+    The daemon of the vault holding `cwd` wins; else the only running one. Each is looked
+    for in every runtime folder (see runtime_dirs).
     Returns (socket or None, every socket seen) so the caller can explain.
     """
-    rdir = runtime_dir()
+    dirs = runtime_dirs()
     for d in (cwd, *cwd.parents):
-        p = default_socket(d)
-        if p.exists():
-            return p, [p]
-    try:
-        seen = sorted(rdir.glob("*.sock"))
-    except OSError:
-        seen = []
+        name = f"{vault_name(d)}.sock"
+        for r in dirs:
+            if (r / name).exists():
+                return r / name, [r / name]
+    seen = []
+    for r in dirs:
+        try:
+            seen += sorted(r.glob("*.sock"))
+        except OSError:
+            continue
     return (seen[0] if len(seen) == 1 else None), seen
+
+
+def vault_socket(vault: Path) -> Path:
+    """Where the daemon of `vault` listens: its socket in the first runtime folder that has
+    it, else where it would be (default_socket)."""
+    name = f"{vault_name(vault)}.sock"
+    return next((r / name for r in runtime_dirs() if (r / name).exists()), default_socket(vault))
 
 
 def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | None = None) -> str:
@@ -75,7 +105,7 @@ def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | 
     if os.environ.get("VAULTD_SOCKET"):
         return os.environ["VAULTD_SOCKET"]
     if vault:
-        return str(default_socket(Path(vault).expanduser().resolve()))
+        return str(vault_socket(Path(vault).expanduser().resolve()))
     here = Path(cwd) if cwd else Path.cwd()
     found, seen = find_socket(here)
     if found:
@@ -84,7 +114,8 @@ def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | 
         raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
                                 f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "
                                 + "\n  ".join(map(str, seen)))
-    raise DaemonUnavailable(str(default_socket(here)), "no vaultd is running")
+    looked = ", ".join(map(str, runtime_dirs())) or "none of them exists"
+    raise DaemonUnavailable(str(default_socket(here)), f"no vaultd is running; looked in {looked}")
 
 
 def shown(root: str, mode: str):

@@ -118,3 +118,40 @@ def _run(*cmd: str) -> str | None:
     if "Failed to connect to bus" in r.stderr or "No medium found" in r.stderr:
         return None
     return r.stdout.strip()
+
+
+def units_state() -> dict | None:
+    """What the user manager says of vaultd.service and vaultd.socket: for each, its unit
+    file (None: not installed), whether it is enabled, its state and status text (the
+    socket: where it listens); None where there is no user manager to ask. Where there is
+    none, the unit files are looked for in the user's unit folder."""
+    keys = "FragmentPath,UnitFileState,ActiveState,SubState,StatusText,Listen,ExecMainStatus,Result"
+    out = {}
+    for unit in UNITS:
+        text = systemctl("show", unit, "-p", keys)
+        if text is None:
+            return None
+        props = dict(line.partition("=")[::2] for line in text.splitlines())
+        out[unit] = {
+            "file": props.get("FragmentPath") or None,
+            "enabled": props.get("UnitFileState") or "",
+            "active": props.get("ActiveState") or "",
+            "sub": props.get("SubState") or "",
+            "status": props.get("StatusText") or "",
+            "listen": props.get("Listen", "").partition(" ")[0],
+            "result": props.get("Result") or "",
+        }
+    return out
+
+
+def listen_path(unit_file: Path) -> str | None:
+    """The path a socket unit file listens on (%t expanded as the user manager would)."""
+    try:
+        text = unit_file.read_text()
+    except OSError:
+        return None
+    m = re.search(r"^ListenStream=(.+)$", text, re.M)
+    if not m:
+        return None
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    return m.group(1).strip().strip('"').replace("%t", runtime).replace("%%", "%")
