@@ -64,7 +64,7 @@ def test_a_row_without_a_method_or_a_method_without_a_docstring_is_refused(monke
 def test_the_faces_are_read_from_the_table():
     decodes = {type(api.decode_request(msgspec.json.encode({"op": op.name, **_minimal(op.name)}))) for op in ops.OPS}
     assert decodes == set(api.REQUESTS)
-    assert vaultq.COMMANDS == tuple(op.name for op in ops.OPS if op.cli) + ("hook",)
+    assert vaultq.COMMANDS == tuple(op.name for op in ops.OPS if op.cli) + ("hook", "completion", "man")
     assert mcp.TOOLS == tuple(op.name for op in ops.OPS if op.tool)
     assert set(mcp.REQUEST_TYPES) == set(mcp.TOOLS) | {op.name for op in ops.OPS if not op.tool}
     for name in mcp.TOOLS:

@@ -23,8 +23,9 @@ EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INDEXING = 0, 1, 2, 3, 4
 
 OPS = tuple(op for op in ops.OPS if op.cli)
 """The operations vaultq has a command for, with their arguments (ops.py: the one table)."""
-COMMANDS = tuple(op.name for op in OPS) + ("hook",)
-"""vaultq's commands: the operations', and `hook` (for an agent's hooks; no operation of its own)."""
+COMMANDS = tuple(op.name for op in OPS) + ("hook", "completion", "man")
+"""vaultq's commands: the operations', `hook` (for an agent's hooks; no operation of its own),
+and `completion` and `man` (vaultq's own: no daemon asked)."""
 
 
 class _Skipped:
@@ -50,14 +51,24 @@ def _command_at(argv: list[str]) -> int | None:
     return None
 
 
-def _parser(only: str | None = None):  # -> argparse.ArgumentParser
+def _parser(only: str | None = None, helps: bool = True):  # -> argparse.ArgumentParser
+    """vaultq's parser (of the command `only`; all when None), with the help texts of
+    vaultq_help when `helps` (help may be shown)."""
     import argparse  # here: the quick path (see _quick) never needs it
+
+    from . import __version__
 
     # A known command means no help will be shown: a fixed width spares argparse looking
     # up the terminal's (importing shutil), a tenth of a `vaultq search`.
-    fmt = argparse.HelpFormatter if only is None else (lambda prog: argparse.HelpFormatter(prog, width=80))
+    raw = argparse.RawDescriptionHelpFormatter
+    fmt = raw if only is None or helps else (lambda prog: raw(prog, width=80))
+    if helps:
+        from .vaultq_help import EPILOGS, EXIT_CODES
+    else:
+        EPILOGS, EXIT_CODES = {}, None
     p = argparse.ArgumentParser(prog="vaultq", description="Query a running vaultd over its Unix socket.",
-                                formatter_class=fmt)
+                                formatter_class=fmt, epilog=EXIT_CODES)
+    p.add_argument("--version", action="version", version=f"vaultq {__version__}")
     p.add_argument("--socket", help="socket path (default: $VAULTD_SOCKET, else the daemon of the vault around the current folder, else the only one running)")
     p.add_argument("--vault", help="use the daemon of this vault")
     subparsers = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -67,7 +78,8 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
 
     types = {"int": int, "float": float, "date": _date, "days": _days}
     for op in OPS:
-        s = add(op.name, help=op.cli.help)
+        s = add(op.name, help=op.cli.help, description=op.cli.help,
+                epilog="\n\n".join(filter(None, (EPILOGS.get(op.name), EXIT_CODES))) or None)
         for flags, options in op.cli.args:
             s.add_argument(*flags, **{k: types[v] if k == "type" else v for k, v in options.items()})
 
@@ -77,6 +89,9 @@ def _parser(only: str | None = None):  # -> argparse.ArgumentParser
     s.add_argument("--budget", type=int, help="at most this much output (default: 1500 at session start, 1000 "
                                               "for a prompt)")
     s.add_argument("--unit", choices=("tokens", "bytes"), default="tokens", help="what the budget counts")
+    s = add("completion", help="print a shell completion script (eval \"$(vaultq completion bash)\")")
+    s.add_argument("shell", choices=("bash", "zsh", "fish"))
+    add("man", help="print vaultq's man page (vaultq man > vaultq.1; man -l vaultq.1)")
     return p
 
 
@@ -125,7 +140,7 @@ def _parse(argv: list[str]):
     typed. A misspelt `--option` is still an error."""
     at = _command_at(argv)
     cmd = None if at is None else argv[at]
-    p = _parser(cmd)
+    p = _parser(cmd, at is None or "-h" in argv or "--help" in argv)
     words: dict[str, str] = {}
     if cmd in ("search", "context") and at is not None:
         argv = list(argv)
@@ -751,6 +766,12 @@ def main(argv: list[str] | None = None) -> int:
         args = SimpleNamespace(**quick)
     else:
         args = _parse(argv)
+    if args.command in ("completion", "man"):
+        from . import vaultq_help
+
+        full = _parser()
+        sys.stdout.write(vaultq_help.man(full) if args.command == "man" else vaultq_help.completion(args.shell, full))
+        return EXIT_OK
     hook = args.command == "hook"
     me = f"vaultq hook {args.event}" if hook else "vaultq"
     cwd = _cwd()
