@@ -243,7 +243,7 @@ def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, v
     from vaultd.paths import vault_name
 
     name = vault_name(odd.resolve())
-    assert f"ListenStream=%t/vaultd/{name}.sock\n" in (units / "vaultd.socket").read_text()
+    assert f"ListenStream=%t/vaultd/{name.replace('%', '%%')}.sock\n" in (units / "vaultd.socket").read_text()
     exec_start = re.search(r"^ExecStart=(.*)$", service, re.M).group(1)
     script = Path(sys.executable).with_name("vaultd")  # this installation's (else python -m vaultd)
     command = str(script) if script.exists() else f"{sys.executable} -m vaultd"

@@ -238,7 +238,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         click.echo(f"daemon:    not running on {client} ({e.strerror or e}); looked in {looked}")
         ok = False
         if nxt is None:
-            if svc and svc["file"]:
+            if (svc and svc["file"]) or (units is None and files["vaultd.service"].is_file()):
                 nxt = "systemctl --user enable --now vaultd.socket vaultd.service"
             elif units is not None:
                 nxt = (f"vaultd install-service --vault {cfg.vault} && systemctl --user daemon-reload && "
@@ -273,6 +273,9 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         return
     for path, what in service.install(units, Path(unit_dir) if unit_dir else service.unit_dir()):
         click.echo(f"{what}: {path}")
+    if not config_path and default_config_path() is None:  # so that vaultd check, mcp, index know the vault too
+        conf = service.write_config(cfg.vault)
+        click.echo(f"written: {conf} (vault = {cfg.vault!r})")
     click.echo(f"vault {cfg.vault}, socket {cfg.socket}. Now:\n"
                "  systemctl --user daemon-reload\n"
                "  systemctl --user enable --now vaultd.socket vaultd.service\n"

@@ -55,7 +55,9 @@ def render(cfg: Config, command: list[str], flags: list[str]) -> dict[str, str]:
     (the other options given to install-service, as given)."""
     sock = Path(cfg.socket)
     runtime = os.environ.get("XDG_RUNTIME_DIR", "").rstrip("/")
-    listen = f"%t{str(sock)[len(runtime):]}" if runtime and str(sock).startswith(runtime + "/") else quote(str(sock))
+    in_runtime = runtime and str(sock.parent) == runtime + "/vaultd"
+    # ListenStream= takes the rest of its line as the path: specifiers escaped, never quoted
+    listen = "%t/vaultd/" + sock.name.replace("%", "%%") if in_runtime else str(sock).replace("%", "%%")
     exec_start = " ".join(quote(a) for a in [*command, "run", "--vault", cfg.vault, *flags])
     writable = " ".join(quote("-" + p) for p in dict.fromkeys((cfg.vault, cfg.state_dir, str(sock.parent))))
     tmp = any(_in_tmp(p) for p in (cfg.vault, cfg.state_dir, str(sock)))
@@ -74,6 +76,8 @@ def render(cfg: Config, command: list[str], flags: list[str]) -> dict[str, str]:
                 line = f"ListenStream={listen}"
             elif line == "ProtectSystem=full":
                 line = f"ProtectSystem=strict\nReadWritePaths={writable}"
+            elif key.startswith("RuntimeDirectory") and not in_runtime:
+                line = f"# {line} left out: the socket is not in $XDG_RUNTIME_DIR/vaultd"
             elif line == "PrivateTmp=yes" and tmp:
                 line = "# PrivateTmp= left out: the vault, state or socket is under /tmp"
             lines.append(line)
@@ -95,6 +99,17 @@ def install(units: dict[str, str], where: Path) -> list[tuple[Path, str]]:
             os.replace(tmp, p)
         done.append((p, "unchanged" if old == text else "written" if old is None else "replaced"))
     return done
+
+
+def write_config(vault: str) -> Path:
+    """A config file naming the vault, where vaultd looks for one ($XDG_CONFIG_HOME/vaultd/
+    config.toml), for a user who has none: `vaultd check` and `vaultd mcp` then need no --vault."""
+    import json
+
+    path = xdg_dir("XDG_CONFIG_HOME", ".config") / "vaultd" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# Written by `vaultd install-service`; every key: config.example.toml\nvault = {json.dumps(vault)}\n")
+    return path
 
 
 def systemctl(*args: str) -> str | None:
