@@ -44,7 +44,7 @@ ENVIRONMENT = (
 
 EPILOGS = {"search": QUERY_SYNTAX, "context": QUERY_SYNTAX}
 
-NOTES_CMD = "recent --days 1000000 --format paths"
+NOTES_CMD = "list --format paths"
 """The vaultq command that lists every note's path (for completing a NOTE)."""
 TAGS_CMD = "tags"
 """...and every tag, first the count: `  12  rust   with ...`."""
@@ -68,7 +68,7 @@ class Arg:
             self.value = None
         elif action.choices:
             self.value = tuple(action.choices)
-        elif action.dest == "note" or self.metavar == "NOTE":
+        elif action.dest in ("note", "link") or self.metavar == "NOTE":
             self.value = "note"
         elif action.dest == "tag":
             self.value = "tag"
