@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -201,10 +202,12 @@ NAMESPACED = ("PrivateTmp=", "PrivateDevices=", "PrivateNetwork=", "ProtectSyste
 def analyze(tmp_path, *args: str) -> subprocess.CompletedProcess:
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)  # --user needs an XDG_RUNTIME_DIR
-    return subprocess.run(["systemd-analyze", "--user", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+    runtime = tempfile.mkdtemp(prefix="sa")  # --user needs an XDG_RUNTIME_DIR, 0700; short: %t/... is a socket path
+    try:
+        return subprocess.run(["systemd-analyze", "--user", *args], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "XDG_RUNTIME_DIR": runtime})
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def exposure(tmp_path, unit: Path) -> float:
@@ -227,10 +230,10 @@ def test_the_shipped_units_pass_systemd_analyze_and_score_medium_at_most(tmp_pat
     assert exposure(tmp_path, bare) <= 6.0
 
 
-def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, vault, monkeypatch):
+def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, vault, monkeypatch, short_dir):
     odd = tmp_path / "my notes 100%"  # a space and a specifier character, quoted and escaped
     vault.rename(odd)
-    runtime = tmp_path / "rt"
+    runtime = short_dir / "rt"  # a socket path must stay under 108 bytes
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     units = tmp_path / "units"
@@ -285,7 +288,7 @@ def test_a_client_with_another_xdg_runtime_dir_finds_the_daemon_and_check_says_w
     `vaultd run` all find the running one."""
     base = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
     daemon_env = {**base, "TMPDIR": str(short_dir)}
-    sandbox = tmp_path / "sandbox-rt"
+    sandbox = short_dir / "sandbox-rt"  # a socket path must stay under 108 bytes
     sandbox.mkdir(mode=0o700)
     client_env = {**daemon_env, "XDG_RUNTIME_DIR": str(sandbox)}
     proc = subprocess.Popen([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path)], env=daemon_env,
