@@ -94,6 +94,24 @@ def test_resolve_broken_ambiguous_and_urls(ed):
     assert q(ed, "resolve", "https://example.com/x") == (0, "https://example.com/x  (a URL)\n", "")
 
 
+@pytest.mark.parametrize("link, src", [
+    ("[[Deep work#Nope]]", None), ("[[Deep work#^nob]]", None), ("[[file:Deep work.md::*Nope]]", None),
+    ("[t](Deep%20work.md#nope)", None),
+])
+def test_resolve_a_missing_heading_or_block_is_broken(ed, link, src):
+    """The note is there, the heading or block is not: broken (exit 1, why on stderr), as
+    --json says, and the note is still given, so an editor can go there."""
+    res = ed.request("resolve", link=link)
+    assert res["path"] == "Deep work.md" and res["broken"] in ("no such heading", "no such block")
+    why = res["broken"]
+    assert q(ed, "resolve", link) == (1, f"Deep work.md  Deep work  (broken: {why})\n",
+                                      f"vaultq: {link}: {why} (the note is above)\n")
+    assert q(ed, "resolve", link, "--format", "vimgrep") == (
+        1, f"Deep work.md:1:1:Deep work  (broken: {why})\n", f"vaultq: {link}: {why} (the note is above)\n")
+    code, out, err = q(ed, "resolve", link, "--json")
+    assert (code, json.loads(out)["broken"], err) == (1, why, "")
+
+
 def test_resolve_output_and_paths(ed):
     assert q(ed, "resolve", "[[Deep work#Rules]]") == (0, "Deep work.md:8  Deep work > Rules\n", "")
     assert q(ed, "resolve", "[[Deep work#Rules]]", cwd=ed.vault / "notes") == \
@@ -115,6 +133,11 @@ def test_resolve_from_a_note_not_yet_saved_and_bad_input(ed):
         code, out, err = q(ed, "resolve", *bad)
         assert (code, out) == (2, "") and "is outside the vault" in err
     assert q(ed, "resolve", "--col", "0", "[[x]]")[0] == 2
+    for col in (["--col", "-3"], ["--col=-3"], ["--col", "0"]):  # a negative one too, said plainly
+        code, out, err = q(ed, "resolve", *col, "[[x]]")
+        assert (code, out) == (2, "") and err.endswith(f"error: argument --col: --col must be at least 1, "
+                                                       f"got {col[-1].split('=')[-1]}\n"), err
+    assert q(ed, "resolve", "--col", "3", "--", "--col -3 [[Deep work]]")[0] == 1  # after --: the line's text
     assert q(ed, "resolve", "[[x]]", "--null")[0] == 2  # --null needs a format with file names
     assert q(ed, "resolve", "   ")[:2] == (2, "")
     assert sorted(p.relative_to(ed.vault) for p in ed.vault.rglob("*")) == before  # nothing changed

@@ -101,7 +101,7 @@ OPS = (
                                                 "[[file:x.org::*H]], denote:ID, ...) or a note name (Note#Heading)"}),
         (("--from",), {"dest": "from_", "metavar": "FILE",
                        "help": "the note LINK is written in: relative links and names are read from there"}),
-        (("--col",), {"type": "int", "metavar": "N",
+        (("--col",), {"type": "col", "metavar": "N",
                       "help": "LINK is a line of text: the link at its 1-based character column N"}),
         JSON, fmt("vimgrep", "emacs", "grep"), NULL), tool=True),
     Op("context", Cli(

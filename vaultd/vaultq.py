@@ -76,7 +76,7 @@ def _parser(only: str | None = None, helps: bool = True):  # -> argparse.Argumen
     def add(name: str, **kwargs):
         return subparsers.add_parser(name, formatter_class=fmt, **kwargs) if only in (None, name) else _Skipped()
 
-    types = {"int": int, "float": float, "date": _date, "days": _days}
+    types = {"int": int, "float": float, "date": _date, "days": _days, "col": _col}
     for op in OPS:
         s = add(op.name, help=op.cli.help, description=op.cli.help,
                 epilog="\n\n".join(filter(None, (EPILOGS.get(op.name), EXIT_CODES))) or None)
@@ -108,6 +108,19 @@ def _date(v: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{v!r} is not a date: YYYY, YYYY-MM or YYYY-MM-DD") from None
     return v
+
+
+def _col(v: str) -> int:
+    """A --col value: a 1-based column (`--col -3` reaches here too: see _parse)."""
+    import argparse
+
+    try:
+        n = int(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a column (a number, 1 or more)") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--col must be at least 1, got {v}")
+    return n
 
 
 def _days(v: str) -> float:
@@ -142,6 +155,12 @@ def _parse(argv: list[str]):
     cmd = None if at is None else argv[at]
     p = _parser(cmd, at is None or "-h" in argv or "--help" in argv)
     words: dict[str, str] = {}
+    # `--col -3`: with -0 among its options argparse takes "-3" for an option too and says
+    # only "expected one argument"; as `--col=-3` the value reaches its type, which says why
+    argv = list(argv)
+    for i in range((argv.index("--") if "--" in argv else len(argv)) - 2, -1, -1):
+        if argv[i] == "--col" and argv[i + 1][:1] == "-" and argv[i + 1][1:].isdigit():
+            argv[i : i + 2] = [f"--col={argv[i + 1]}"]
     if cmd in ("search", "context") and at is not None:
         argv = list(argv)
         for j in range(at + 1, len(argv)):
@@ -240,14 +259,21 @@ def print_list(res: dict, fmt: str, null: bool) -> None:
 
 def print_resolved(res: dict, fmt: str, null: bool) -> int:
     """A resolved link: human `path:line  title > heading`, or a located row (line 1 for the
-    whole note); an ambiguous one: a row per candidate (exit 1), and why on stderr."""
+    whole note); an ambiguous one: a row per candidate (exit 1), and why on stderr. A link
+    into a note that lacks its heading or block is broken too (exit 1, why on stderr): the
+    note's row is still printed, saying so."""
     w = sys.stdout.write
     if res["path"]:
         where = f"{res['title']} > {res['heading']}" if res["heading"] else res["title"]
+        if res["broken"]:
+            where += f"  (broken: {res['broken']})"
         if fmt == "human":
             w(f"{res['path']}:{res['line']}  {where}\n" if res["line"] else f"{res['path']}  {where}\n")
         else:
             w(located(res["path"], res["line"] or 1, 1, 1, where, fmt, null))
+        if res["broken"]:
+            print(f"vaultq: {res['link']}: {res['broken']} (the note is above)", file=sys.stderr)
+            return EXIT_NONE
         return EXIT_OK
     if res["url"] is not None and not res["broken"]:
         if fmt == "human":
@@ -564,13 +590,10 @@ def _run(c: _Asker, args) -> int:
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
         return EXIT_OK if res["notes"] else EXIT_NONE
     elif cmd == "resolve":
-        if args.col is not None and args.col < 1:
-            print("vaultq: --col must be at least 1", file=sys.stderr)
-            return EXIT_USAGE
         res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
-            return EXIT_OK if res["path"] or res["url"] and not res["broken"] else EXIT_NONE
+            return EXIT_OK if (res["path"] or res["url"]) and not res["broken"] else EXIT_NONE
         return print_resolved(res, args.format, args.null)
     else:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
         return _generic(c, cmd, args)
