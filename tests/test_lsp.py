@@ -320,6 +320,77 @@ def test_daemon_down_is_said_once_then_it_works_when_it_is_back(make_daemon, eva
     assert messages[-1].message == "vaultd: the daemon answers again"
 
 
+def test_documents_never_opened_on_disk_or_not(edaemon, evault):
+    """A request about a document the client never opened: read from disk when it is there,
+    nothing (null, not an internal error) when it is not, for every feature."""
+    missing, deep = "never-opened.md", "notes/Deep work.md"
+    pos = t.Position(line=0, character=3)
+
+    async def steps(s: Session):
+        out = {}
+        for rel in (missing, "notes"):  # not there; a folder
+            doc = s.doc(rel)
+            out[rel] = [
+                await s.definition(rel, pos), await s.hover(rel, pos), await s.references(rel, pos),
+                await s.completion(rel, pos),
+                await s.c.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=doc))]
+        # on disk, never opened: from the file, as when open
+        out["disk"] = await s.definition(KOREAN, where(evault, KOREAN, 7, "Deep work#Rules", after=1))
+        out["symbols"] = await s.c.text_document_document_symbol_async(
+            t.DocumentSymbolParams(text_document=s.doc(deep)))
+        return out
+
+    got = lsp(evault, steps, str(edaemon.socket))
+    assert got[missing] == [None] * 5 and got["notes"] == [None] * 5
+    rules = line_of(evault, deep, "## Rules")
+    assert (got["disk"].uri, got["disk"].range.start.line) == (from_fs_path(str(evault / deep)), rules)
+    assert [x.name for x in got["symbols"]] == ["Deep work"]
+
+
+def test_a_link_at_the_end_of_a_5_mb_line_is_found_at_once(edaemon, evault):
+    """Position conversion and the link under the cursor cost little on a huge line: the
+    server answers at the end of a 5 MB line as fast as near its start, and stays responsive."""
+    import time
+
+    text = "x" * 5_000_000 + " [[Deep work]]"
+
+    async def steps(s: Session):
+        s.open("big.md", text)
+        near = await s.hover("big.md", t.Position(line=0, character=3))  # the buffer read, once
+        t0 = time.perf_counter()
+        far, syms = await asyncio.gather(
+            s.definition("big.md", t.Position(line=0, character=5_000_005)),
+            s.c.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=s.doc("big.md"))))
+        took = time.perf_counter() - t0
+        hover = await s.hover("big.md", t.Position(line=0, character=len(text)))  # just past it
+        return near, far, syms, took, hover
+
+    near, far, syms, took, hover = lsp(evault, steps, str(edaemon.socket))
+    assert near is None and syms == []
+    assert far.uri == from_fs_path(str(evault / "notes/Deep work.md"))
+    assert hover.range.start.character == 5_000_001 and hover.range.end.character == len(text)
+    assert took < 2.0, took  # was 12 s: a character at a time over the whole line
+
+
+def test_diagnostics_cleared_when_the_daemon_stops(make_daemon, evault):
+    """The daemon stops, the buffer changes: the diagnostics of the old text (lines that are
+    no longer there) are not left standing; the user is told once that it is down."""
+    d = make_daemon(evault)
+
+    async def steps(s: Session):
+        s.open(KOREAN)
+        before = await s.diagnosed(KOREAN, 1)
+        await asyncio.get_running_loop().run_in_executor(None, d.stop)
+        s.change(KOREAN, "[[Deep work]]\n", 2)
+        after = await s.diagnosed(KOREAN, 2)
+        return before, after, list(s.messages)
+
+    before, after, messages = lsp(evault, steps, str(d.socket))
+    assert len(before) == 3 and after == []
+    assert sum(m.type == t.MessageType.Error for m in messages) == 1
+    assert "is not running" in messages[0].message
+
+
 NVIM_SCRIPT = r"""
 local out = {}
 local function finish()

@@ -19,9 +19,11 @@ it leads is asked of the daemon.
   headings; workspace symbols: a search.
 
 Positions are in the encoding the client and server agreed on (UTF-16 unless the client
-offers another), converted from vaultd's character columns line by line. When the daemon is
-down every request answers nothing and the client is told once, in words that say how to
-start it, until it answers again.
+offers another), converted from vaultd's character columns line by line, in time bounded
+however long the line (see STEP). When the daemon is down every request answers nothing,
+the buffer's diagnostics are cleared (they were of a text that may be gone), and the client
+is told once, in words that say how to start it, until it answers again. A document the
+client has not opened is read from disk; one that is not there gets no answer (null).
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ import asyncio
 import logging
 import os
 import re
+from bisect import bisect_right
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -144,15 +148,22 @@ def _inside(path: str, root: str) -> bool:
     return os.path.realpath(path).startswith(os.path.join(os.path.realpath(root), ""))
 
 
-def file_lines(path: str) -> list[str]:
-    """A file's lines as vaultd reads them (UTF-8, bad bytes replaced, CRLF folded)."""
+def file_text(path: str) -> str | None:
+    """A file's text as vaultd reads it (UTF-8, bad bytes replaced, CRLF folded); None when
+    it cannot be read (not there, a folder)."""
     from .parse import decode
 
     try:
         with open(path, "rb") as f:
-            return decode(f.read())[0].split("\n")
+            return decode(f.read())[0]
     except OSError:
-        return []
+        return None
+
+
+def file_lines(path: str) -> list[str]:
+    """A file's lines (see file_text); none when it cannot be read."""
+    text = file_text(path)
+    return [] if text is None else text.split("\n")
 
 
 # -- where links lead, asked of the daemon ----------------------------------------------
@@ -190,27 +201,74 @@ def resolve_link(session: _Session, buf: Buffer, ln: Link) -> Dest | None:
 # -- positions: vaultd's character columns <-> the client's units ------------------------
 
 
+_CODECS = {t.PositionEncodingKind.Utf8: ("utf-8", 1), t.PositionEncodingKind.Utf32: ("utf-32-le", 4)}
+STEP = 4096
+"""Characters between two marks of a long line's units (see _marks): a position on a line of
+any length costs at most this many characters' conversion."""
+
+
+def _codec(encoding) -> tuple[str, int]:
+    return _CODECS.get(encoding, ("utf-16-le", 2))
+
+
 def _units(encoding, text: str) -> int:
-    if encoding == t.PositionEncodingKind.Utf8:
-        return len(text.encode("utf-8", "surrogatepass"))
     if encoding == t.PositionEncodingKind.Utf32:
         return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    name, width = _codec(encoding)
+    if text.isascii():
+        return len(text)
+    return len(text.encode(name, "surrogatepass")) // width
+
+
+@lru_cache(maxsize=32)
+def _marks(encoding, line: str) -> tuple[int, ...]:
+    """The client's units before every STEP-th character of a long line (a str keeps its hash:
+    asking again for the same line is a dictionary look-up)."""
+    out, n = [0], 0
+    for k in range(0, len(line) - STEP + 1, STEP):
+        n += _units(encoding, line[k : k + STEP])
+        out.append(n)
+    return tuple(out)
+
+
+def units_of(encoding, line: str, char: int) -> int:
+    """The client's column of character index `char` of `line`."""
+    char = max(0, min(char, len(line)))
+    if len(line) <= STEP:
+        return _units(encoding, line[:char])
+    k = char // STEP
+    return _marks(encoding, line)[k] + _units(encoding, line[k * STEP : char])
+
+
+def _char_in(encoding, text: str, units: int) -> int:
+    """The first character index of `text` at or past client column `units` (inside a
+    character: past it)."""
+    if units <= 0:
+        return 0
+    if encoding == t.PositionEncodingKind.Utf32 or text.isascii():
+        return min(units, len(text))
+    name, width = _codec(encoding)
+    head = text[:units].encode(name, "surrogatepass")[: units * width]  # a character is at least one unit
+    try:
+        got = head.decode(name, "surrogatepass")
+    except UnicodeDecodeError as e:  # cut inside a character: past it
+        return len(head[: e.start].decode(name, "surrogatepass")) + 1
+    return len(got)
 
 
 def to_char(encoding, line: str, units: int) -> int:
-    """The character index in `line` of a client column `units` (past the end: the end)."""
-    n = 0
-    for i, c in enumerate(line):
-        if n >= units:
-            return i
-        n += _units(encoding, c)
-    return len(line)
+    """The character index in `line` of a client column `units` (past the end: the end), in
+    time bounded by STEP however long the line."""
+    if len(line) <= STEP:
+        return _char_in(encoding, line, units)
+    marks = _marks(encoding, line)
+    k = max(0, bisect_right(marks, units) - 1)
+    return k * STEP + _char_in(encoding, line[k * STEP : (k + 1) * STEP], units - marks[k])
 
 
 def position(encoding, lines: list[str], line: int, char: int) -> t.Position:
     text = lines[line] if 0 <= line < len(lines) else ""
-    return t.Position(line=line, character=_units(encoding, text[:char]))
+    return t.Position(line=line, character=units_of(encoding, text, char))
 
 
 def _range(encoding, lines: list[str], a: int, b: int, c: int, d: int) -> t.Range:
@@ -295,9 +353,15 @@ class VaultServer(LanguageServer):
     # -- buffers
 
     def buffer(self, uri: str) -> Buffer | None:
+        """The document as the client has it open, else as it is on disk; None when it is
+        neither (a request about a document never opened, not saved: nothing to say)."""
         path = uri_path(uri)
         if path is None:
             return None
+        if not is_open(self, uri):
+            self._buffers.pop(uri, None)
+            text = file_text(path)
+            return None if text is None else Buffer(path, text, self.vault_of(path))
         doc = self.workspace.get_text_document(uri)
         got = self._buffers.get(uri)
         if got and got[0] == doc.version and doc.version is not None:
@@ -402,20 +466,23 @@ def references(ls: VaultServer, params: t.ReferenceParams):
 
 
 def diagnostics(ls: VaultServer, uri: str) -> None:
-    """Publish the buffer's broken and ambiguous links (nothing when the daemon is down)."""
+    """Publish the buffer's broken and ambiguous links. When the daemon cannot say (down,
+    lost midway, or failing the request), none: those published before are of a text that
+    may be gone (lines that no longer exist), and the user is told once that it is down."""
     buf = ls.buffer(uri)
     if buf is None:
         return
-    with ls.session(buf.path) as s:
-        if s is None:
-            return
-        try:
-            dests = resolve_all(s, buf)
-        except RequestFailed as e:
-            ls.failed(e)
-            return
+    dests = None
+    try:
+        with ls.session(buf.path) as s:
+            if s is not None:
+                dests = resolve_all(s, buf)
+    except RequestFailed as e:
+        ls.failed(e)
+    except DaemonUnavailable:
+        pass  # said by the session
     out = []
-    for ln, d in zip(buf.links, dests):
+    for ln, d in zip(buf.links, dests or ()):
         if d is None or not d.broken:
             continue
         rng = _range(ls.encoding, buf.lines, *buf.span(ln))
