@@ -210,6 +210,18 @@ def test_grep_gives_the_lines_rg_gives(ed):
 
 
 @pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed: apt-get install ripgrep")
+def test_grep_folds_case_as_rg_does(ed):
+    """Unicode simple case folding, a character at a time, as rg -i: İ finds only İ (its
+    lowercase is two characters, `i̇`), `k` the Kelvin sign, ß not `ss`, ﬁ not `fi`."""
+    (ed.vault / "cases.md").write_text(
+        "# Cases\n\nİstanbul and istanbul, ISTANBUL, ıtır\nKelvin: 5 K, k, K\nStraße STRASSE STRAẞE\n"
+        "ﬁle and file\nſtrong strong\nΣίσυφος ΣΊΣΥΦΟΣ σς\nǅungla ǄUNGLA ǆungla\nµs μs Μs\nÅngström Å\n")
+    ed.wait_generation(ed.status()["generation"], timeout=5)
+    same_as_rg(ed, ["İ", "i", "I", "ı", "İstanbul", "K", "k", "K", "ß", "ẞ", "ss", "ﬁ", "fi", "ſ", "s", "Σ", "ς",
+                    "ǅ", "µ", "μ", "Å", "å", "Å"])
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed: apt-get install ripgrep")
 @pytest.mark.skipif(not (CORPORA / "denote-manual").is_dir(), reason=f"no corpus at {CORPORA}")
 def test_grep_gives_the_lines_rg_gives_on_a_corpus_copy(tmp_path, make_daemon):
     v = tmp_path / "corpus"

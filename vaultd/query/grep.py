@@ -5,7 +5,8 @@ The rules, as `rg -i -F` has them for one word (`vaultq grep WORD` gives the lin
 `rg --vimgrep -i WORD` gives on the same notes):
 - a word is literal text, matched anywhere, inside longer words too (`split` in
   `splitter`); `word` asks for whole words (as rg -w: no word character either side);
-- case is ignored, by Unicode simple case folding (`É` finds `é`), unless `case_sensitive`;
+- case is ignored, by Unicode simple case folding a character at a time (`É` finds `é`,
+  `k` the Kelvin sign; `İ` only `İ`, as Python's own IGNORECASE does not), unless `case_sensitive`;
 - several words: the lines that hold every one of them, a row for each occurrence of any;
   `"a phrase"` is one word, spaces and all;
 - lines end at LF only (as rg and Vim read them; a lone CR is part of a line); a file's
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from functools import lru_cache
 
 from ..errors import QueryError
 from ..paths import cut, open_note
@@ -37,6 +39,38 @@ def words_of(q: str) -> list[str]:
     return list(dict.fromkeys(w for w in out if w))
 
 
+def simple_fold(c: str) -> str:
+    """A character's Unicode simple case folding (CaseFolding.txt, status C and S): its full
+    folding when that is one character, else its lowercase when that is one (ẞ -> ß), else
+    itself (İ, ß, ﬁ: their folding is more than one character, which rg -i does not match)."""
+    f = c.casefold()
+    if len(f) == 1:
+        return f
+    low = c.lower()
+    return low if len(low) == 1 else c
+
+
+@lru_cache(maxsize=1)
+def _kin() -> dict[str, str]:
+    """Every character that folds to another (simple folding) -> what it folds to, and the
+    classes of characters that fold alike, by their folding (built once: about 0.1 s)."""
+    out: dict[str, set[str]] = {}
+    for cp in range(0x41, 0x1F000):
+        c = chr(cp)
+        f = simple_fold(c)
+        if f != c:
+            out.setdefault(f, {f}).add(c)
+    return {f: "[" + "".join(re.escape(x) for x in sorted(cs)) + "]" for f, cs in out.items()}
+
+
+def folded(w: str) -> str:
+    """A regular expression for the literal `w` with case ignored as rg -i ignores it: each
+    character matches those of the same simple case folding (K finds the Kelvin sign, İ finds
+    only İ, not `i`; ß is not `ss`)."""
+    kin = _kin()
+    return "".join(kin.get(simple_fold(c), re.escape(c)) for c in w)
+
+
 class Grep:
     """The Vault's grep."""
 
@@ -50,15 +84,20 @@ class Grep:
         words = words_of(q)
         if not words:
             raise QueryError("grep needs words")
-        flags = 0 if case_sensitive else re.IGNORECASE
+        lit = re.escape if case_sensitive else folded
         bound = (r"(?<!\w)", r"(?!\w)") if word else ("", "")
         alts = sorted(words, key=len, reverse=True)  # at one place, the longest word
-        pattern = bound[0] + "(?:" + "|".join(map(re.escape, alts)) + ")" + bound[1]
-        each = [re.compile(bound[0] + re.escape(w) + bound[1], flags) for w in words] if len(words) > 1 else []
-        text_re = re.compile(pattern, flags)
+        pattern = bound[0] + "(?:" + "|".join(map(lit, alts)) + ")" + bound[1]
+        each = [re.compile(bound[0] + lit(w) + bound[1]) for w in words] if len(words) > 1 else []
+        text_re = re.compile(pattern)
         ascii_q = all(w.isascii() for w in words)
-        bytes_re = re.compile(pattern.encode(), flags) if ascii_q else None
-        bytes_each = [re.compile(e.pattern.encode(), flags) for e in each] if ascii_q else []
+        # ASCII text: an ASCII letter's only kin there is its other case
+        bflags = 0 if case_sensitive else re.IGNORECASE
+        esc = [re.escape(w) for w in alts]
+        bytes_re = re.compile((bound[0] + "(?:" + "|".join(esc) + ")" + bound[1]).encode(), bflags) if ascii_q \
+            else None
+        bytes_each = [re.compile((bound[0] + re.escape(w) + bound[1]).encode(), bflags) for w in words] \
+            if ascii_q and len(words) > 1 else []
         keep = note_filter(tags, paths, after, before)
         cap = self.config.index.max_file_mb << 20
         notes = self.notes  # replaced, never changed in place
