@@ -115,3 +115,32 @@ def test_vault_context_lists_its_sections(editor, ed, tmp_path):
     rows = run(editor, ed, ["VaultContext splitter", "visit qf"], tmp_path)
     assert [(f, ln) for f, ln, *_ in landings(rows)] == [(str(ed.vault / it["path"]), it["first"])
                                                           for it in res["items"]]
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_a_file_name_with_colons_and_numbers_is_read_right(editor, ed, tmp_path):
+    """`odd/a:1:2:b.md` would be `odd/a` line 1 column 2 to a `%f:%l:%c:%m` reader: the plugin
+    reads vaultq's --null rows, so every command lands in that file, on the exact byte."""
+    odd = ed.vault / "odd" / "a:1:2:b.md"
+    odd.parent.mkdir()
+    odd.write_text("# Zebra\n\n한국어 zebra 줄: [[Deep work]] and [[Nowhere zebra]]\n")
+    ed.wait_generation(ed.status()["generation"], timeout=5)
+    line = odd.read_text().split("\n")[2]
+    col = lambda s: len(line[: line.index(s)].encode()) + 1  # noqa: E731
+    rows = run(editor, ed, [
+        "VaultGrep zebra", "visit qf", "VaultSearch zebra", "visit qf",
+        r"edit Deep\ work.md", "VaultBacklinks", "visit loc",
+        "edit " + str(odd).replace(":", r"\:").replace(" ", r"\ "), "VaultLinks", "visit loc",
+        "VaultBroken", "visit qf", "VaultContext zebra", "visit qf"], tmp_path)
+    f = str(odd)
+    got = landings(rows)
+    grep = [g for g in got[:3]]
+    assert rows[0] == ["ITEMS", "3"] and [g[:3] for g in grep] == [(f, 1, 3), (f, 3, col("zebra")),
+                                                                    (f, 3, col("zebra]]"))]
+    rest = got[3:]
+    assert (f, 1, 3, "Zebra") in [g[:4] for g in rest]  # search: its title's line
+    assert (f, 3, col("[[Deep"), "[[Deep work]] and [[Nowhere zebra]]") in rest  # a backlink, and a link out
+    assert (f, 3, col("[[Nowhere"), "[[Nowhere zebra]]") in rest  # links, broken
+    assert sum(g[:3] == (f, 3, col("[[Nowhere")) for g in rest) == 2
+    assert (f, 1, 1, "# Zebra") in rest  # context: its section
+    assert not [g for g in got if not g[0].startswith(str(ed.vault)) or g[0].endswith("/odd/a")]

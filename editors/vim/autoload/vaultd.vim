@@ -1,9 +1,10 @@
 " vaultd.vim: the work behind plugin/vaultd.vim. Each command runs vaultq and reads its
-" `--format vimgrep` rows: path:line:col:text, the column a 1-based BYTE column (as rg
-" --vimgrep), which is what Vim's quickfix `col` is; the paths are relative to Vim's
-" current folder inside the vault, absolute outside it.
+" `--format vimgrep --null` rows: path NUL line:col:text, the column a 1-based BYTE column
+" (as rg --vimgrep), which is what Vim's quickfix `col` is; the paths are relative to Vim's
+" current folder inside the vault, absolute outside it. The NUL ends the path, so any file
+" name is read right (`a:1:2:b.md` too, which `%f:%l:%c:%m` would cut at its first `:1:2:`).
 
-let s:row = '^\(.\{-1,}\):\(\d\+\):\(\d\+\):\(.*\)$'
+let s:row = '^\(\d\+\):\(\d\+\):\(.*\)$'
 let s:vault = ''
 
 " vaultq's command line: the program, g:vaultd_args, then `args`, each shell-quoted.
@@ -17,13 +18,16 @@ function! s:run(args) abort
   return [out, v:shell_error]
 endfunction
 
-" vimgrep rows as quickfix items; any other line (a message) is left out.
+" vimgrep --null rows as quickfix items (systemlist() gives each NUL as a NL within its
+" item: the path is what comes before the first); any other line (a message) is left out.
 function! s:items(lines) abort
   let items = []
   for line in a:lines
-    let m = matchlist(line, s:row)
+    let at = stridx(line, "\n")
+    let m = at < 1 ? [] : matchlist(strpart(line, at + 1), s:row)
     if !empty(m)
-      call add(items, {'filename': m[1], 'lnum': str2nr(m[2]), 'col': str2nr(m[3]), 'vcol': 0, 'text': m[4]})
+      call add(items, {'filename': strpart(line, 0, at), 'lnum': str2nr(m[1]), 'col': str2nr(m[2]), 'vcol': 0,
+            \ 'text': m[3]})
     endif
   endfor
   return items
@@ -62,38 +66,42 @@ function! s:note(arg) abort
 endfunction
 
 function! vaultd#search(words) abort
-  return s:fill(['search', '--format', 'vimgrep', a:words], 'VaultSearch ' . a:words, 0)
+  return s:fill(['search', '--format', 'vimgrep', '--null', a:words], 'VaultSearch ' . a:words, 0)
 endfunction
 
 function! vaultd#grep(words) abort
-  return s:fill(['grep', '--format', 'vimgrep', a:words], 'VaultGrep ' . a:words, 0)
+  return s:fill(['grep', '--format', 'vimgrep', '--null', '--', a:words], 'VaultGrep ' . a:words, 0)
 endfunction
 
 function! vaultd#backlinks(note) abort
   let note = s:note(a:note)
-  return s:fill(['backlinks', '--format', 'vimgrep', note], 'VaultBacklinks ' . note, 1)
+  return s:fill(['backlinks', '--format', 'vimgrep', '--null', '--', note], 'VaultBacklinks ' . note, 1)
 endfunction
 
 function! vaultd#links(note) abort
   let note = s:note(a:note)
-  return s:fill(['links', '--format', 'vimgrep', note], 'VaultLinks ' . note, 1)
+  return s:fill(['links', '--format', 'vimgrep', '--null', '--', note], 'VaultLinks ' . note, 1)
 endfunction
 
 function! vaultd#broken() abort
-  return s:fill(['broken', '--format', 'vimgrep'], 'VaultBroken', 0)
+  return s:fill(['broken', '--format', 'vimgrep', '--null'], 'VaultBroken', 0)
 endfunction
 
-" The sections `vaultq context` gives, one item each: its first line, to its last.
+" The sections `vaultq context` gives, one item each: its first line, to its last (read
+" from its JSON: any file name).
 function! vaultd#context(words) abort
-  let [lines, code] = s:run(['context', a:words])
+  let [lines, code] = s:run(['context', '--json', a:words])
+  let json = join(filter(copy(lines), 'v:val =~# "^{"'), '')
   let items = []
-  for line in lines
-    let m = matchlist(line, '^## \(.\{-1,}\):\(\d\+\)-\(\d\+\) \(.*\)$')
-    if !empty(m)
-      call add(items, {'filename': m[1], 'lnum': str2nr(m[2]), 'end_lnum': str2nr(m[3]), 'col': 1,
-            \ 'text': m[4]})
-    endif
-  endfor
+  if !empty(json)
+    let res = json_decode(json)
+    let root = vaultd#vault()
+    for it in res.items
+      call add(items, {'filename': (empty(root) || it.path =~# '^/' ? '' : root . '/') . it.path,
+            \ 'lnum': it.first, 'end_lnum': it.last, 'col': 1,
+            \ 'text': it.title . (empty(get(it, 'why', '')) ? '' : ' (' . it.why . ')')})
+    endfor
+  endif
   if code != 0 && code != 4 && empty(items)
     call s:error(lines, code)
   endif
