@@ -6,10 +6,12 @@ real vaultq, and the MCP SDK's own client."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -134,12 +136,13 @@ def test_an_entry_the_vault_already_holds_is_not_written_and_the_answer_names_th
                    "overlap": 1.0, "op": None, "created": False, "generation": res["generation"]}
     r = vaultq(d, "remember", "가치관은 선택의 기준이다")  # Korean: by bigrams, particles and all
     assert r.returncode == 0 and r.stdout.decode() == (
-        f"not written: {v}/notes/20251101T120000--가치관__철학.md:5-9 “가치관이란” already holds 100% of its keywords\n")
+        f"not written: {v}/notes/20251101T120000--가치관__철학.md:5-9 “가치관이란” already holds 100% of its keywords "
+        "(vaultq remember --force writes it anyway)\n")
     assert tree(v) == before
 
     first = d.request("remember", text="The user prefers tabs to spaces in Python code, four columns wide.")
     assert first["written"]
-    again = d.request("remember", text="In Python code the user prefers tabs, not spaces: four columns wide!")
+    again = d.request("remember", text="In Python code the user prefers tabs over spaces: four columns wide!")
     assert not again["written"] and (again["path"], again["first"], again["last"]) == \
         (first["path"], first["first"], first["last"]) and again["heading"] == first["heading"]
     after_one = tree(v)
@@ -153,7 +156,8 @@ def test_an_entry_the_vault_already_holds_is_not_written_and_the_answer_names_th
     got = session(str(d.socket), steps)
     assert not got.is_error and got.content[0].text == (
         f"Not written: the vault already holds this. {v}/notes/Deep work.md:7-9 (section “Deep work”) has 100% of "
-        "its keywords; read it there, or remember only what is new.")
+        "its keywords; read it there, or remember only what is new (call remember again with force: true to write it "
+        "anyway, e.g. a correction).")
 
 
 def test_keywords_and_the_80_percent_rule():
@@ -174,8 +178,12 @@ def test_journal_and_undo_put_the_vault_back_byte_for_byte(capturing):
     one = d.request("remember", text="The backup disk is labelled Orca and lives in the drawer.")
     assert one["created"]
     journal = json.loads((v / ".vaultd/split" / f"{one['op']}.json").read_text())
+    data = (v / one["path"]).read_bytes()
+    appended = journal["append"]
     assert journal["kind"] == "capture" and journal["status"] == "done" and journal["note"] == one["path"] and \
-        [f["path"] for f in journal["files"]] == [one["path"]] and journal["files"][0]["before"] is None
+        journal["files"] == [] and appended["made"] == ["inbox"] and \
+        base64.b64decode(appended["head"]) + base64.b64decode(appended["bytes"]) == data and \
+        appended["offset"] == len(base64.b64decode(appended["head"])), "the entry's bytes, not the note's"
     middle = notes(v)
     two = d.request("remember", text="Printer toner is ordered from the shop on Elm Street.")
     assert two["written"] and not two["created"]
@@ -188,21 +196,32 @@ def test_journal_and_undo_put_the_vault_back_byte_for_byte(capturing):
     assert d.request("search", q="toner Elm")["total"] == 0 and d.request("search", q="Orca drawer")["total"] == 1
     r = vaultq(d, "split", "--undo", one["op"])
     assert r.returncode == 0, r.stderr
-    assert notes(v) == {**start, **{}} and not any((v / "inbox").iterdir()), "the note it created is gone"
+    assert notes(v) == start and not (v / "inbox").exists(), "the note it created is gone, and the folder it made"
     assert d.request("search", q="Orca drawer")["total"] == 0
     again = vaultq(d, "split", "--undo", one["op"])
     assert again.returncode == 2 and "is undone, not done: nothing to undo" in again.stderr.decode()
     assert not (set(notes(v)) - set(start) - {"inbox"}), "no other file was touched"
 
 
-def test_an_edited_capture_note_is_not_undone_over_the_edit(capturing):
+def test_an_edited_entry_is_not_undone_over_the_edit_and_the_user_s_own_lines_stay(capturing):
     d, v = capturing, capturing.vault
     one = d.request("remember", text="The garden hose is in the shed behind the bikes.")
     p = v / one["path"]
     p.write_bytes(p.read_bytes() + b"\nMy own line.\n")
     r = vaultq(d, "split", "--undo", one["op"])
-    assert r.returncode == 2 and "changed since remembered entry" in r.stderr.decode()
-    assert p.read_bytes().endswith(b"My own line.\n")
+    assert r.returncode == 0, r.stderr
+    assert p.read_bytes().endswith(b"---\n\n\nMy own line.\n") and b"garden hose" not in p.read_bytes(), \
+        "the entry is out, the user's line stays (and so does the note)"
+    two = d.request("remember", text="The ladder hangs on the north wall of the garage.")
+    p.write_bytes(p.read_bytes().replace(b"north wall", b"south wall"))
+    edited = p.read_bytes()
+    for force in ((), ("--force",)):
+        r = vaultq(d, "split", "--undo", two["op"], *force)
+        assert r.returncode == 2 and r.stderr.decode() == (
+            f"vaultq: bad_request: {one['path']}: the entry remembered by {two['op']} was edited or removed since: undo "
+            "takes out only the entry as it was written (edit the note by hand; --force does not change that); nothing "
+            "was undone\n"), r.stderr
+        assert p.read_bytes() == edited
 
 
 def test_a_vaultd_that_is_not_the_vault_s_writer_refuses(capturing, capture_config, tmp_path, short_dir):
@@ -236,7 +255,15 @@ BAD = [
     ({"text": "fine", "tags": ["a:b"]}, "remember: tag 'a:b'"),
     ({"text": "fine", "tags": ["123"]}, "remember: tag '123'"),
     ({"text": "fine", "tags": [f"t{i}" for i in range(17)]}, "remember: 17 tags; at most 16"),
-    ({"text": "fine", "source": "two\nlines"}, "remember: source 'two\\nlines': expected one line"),
+    ({"text": "fine", "source": "two\nlines"}, "remember: source 'two\\nlines': expected a plain name of 1 to 200"),
+    ({"text": "fine", "source": "user (me, really) #urgent [[Deep work]]"},
+     "remember: source 'user (me, really) #urgent [[Deep work]]': expected a plain name of 1 to 200 characters: "
+     "letters, digits, spaces and - _ . @ / : (no #, [, ] or line breaks); nothing was written"),
+    ({"text": "fine", "session": "s1 [[Deep work]]"}, "remember: session 's1 [[Deep work]]': expected a plain name"),
+    ({"text": "one\x85two"}, "remember: text holds a control character (U+0085) at character 3"),
+    ({"text": "one\u2028two"}, "remember: text holds a control character (U+2028) at character 3"),
+    ({"text": "one\u2029two"}, "remember: text holds a control character (U+2029)"),
+    ({"text": "one\x9btwo"}, "remember: text holds a control character (U+009B)"),
     ({"text": "fine", "session": "x" * 201}, "remember: session 'xxxx"),
     ({"text": 5}, "text: expected `str`, got `int`"),
     ({"tags": ["x"]}, "Object missing required field `text`"),
@@ -371,3 +398,186 @@ def test_the_capture_folder_is_checked(vault, folder, why):
     bad = msgspec.structs.replace(cfg, capture=msgspec.structs.replace(cfg.capture, folder="inbox", format="txt"))
     with pytest.raises(ConfigError, match="capture.format: expected md or org"):
         bad.load()
+
+
+def test_a_correction_is_not_taken_for_what_it_corrects_and_force_writes_anyway(capturing):
+    d, v = capturing, capturing.vault
+    for old, new in (("Alice does not like tea.", "Alice likes tea."),
+                     ("The password rotates every 30 days.", "The password rotates every 90 days."),
+                     ("The cat is allowed in the bedroom.", "The cat is never allowed in the bedroom."),
+                     ("민수는 커피를 마신다.", "민수는 커피를 안 마신다.")):
+        assert d.request("remember", text=old)["written"], old
+        res = d.request("remember", text=new)
+        assert res["written"], (new, res)
+    same = d.request("remember", text="Alice does not like tea!")  # the same, negation and all: known
+    assert not same["written"] and same["overlap"] == 1.0
+    r = vaultq(d, "remember", "The password rotates every 90 days")
+    assert r.returncode == 0 and r.stdout.decode().endswith(" (vaultq remember --force writes it anyway)\n")
+    r = vaultq(d, "remember", "The password rotates every 90 days", "--force", "--json")
+    res = json.loads(r.stdout)
+    assert r.returncode == 0 and res["written"] and (v / res["path"]).read_text().count("every 90 days") == 2
+
+    async def steps(c):
+        return [await c.call_tool("remember", {"text": "Alice does not like tea"}),
+                await c.call_tool("remember", {"text": "Alice does not like tea", "force": True})]
+
+    held, forced = session(str(d.socket), steps)
+    assert not held.structured_content["written"] and "force: true" in held.content[0].text
+    assert forced.structured_content["written"], forced.content[0].text
+    assert entry.differs("every 90 days", "every 30 days") and not entry.differs("every 30 days", "30 days, every")
+    assert entry.differs("Alice likes tea", "Alice doesn't like tea") and \
+        not entry.differs("Alice doesn't like tea", "Alice does not like tea")
+
+
+def test_undo_takes_out_one_entry_and_leaves_the_later_ones(capturing):
+    d, v = capturing, capturing.vault
+    start = notes(v)
+    ops = [d.request("remember", text=f"Fact {w}: the {w} key opens the {w} cupboard.", force=True)
+           for w in ("amber", "birch", "cedar", "dune", "ember", "fjord", "gorse", "heath")]
+    path = v / ops[0]["path"]
+    r = vaultq(d, "split", "--undo", ops[1]["op"])
+    assert r.returncode == 0 and r.stdout.decode() == f"undid {ops[1]['op']}\nrestored 1 files\n", r.stderr
+    data = path.read_text()
+    assert "birch" not in data and all(w in data for w in ("amber", "cedar", "dune", "heath"))
+    assert d.request("search", q="+birch")["total"] == 0 and d.request("search", q="+heath")["total"] == 1
+    history = {line.split()[0]: line.split()[1] for line in vaultq(d, "split", "--history").stdout.decode().split("\n")
+               if line.strip()}
+    assert history[ops[1]["op"]] == "undone" and all(history[o["op"]] == "done" for o in ops if o is not ops[1])
+    # --undo --all undoes splits only: the entries stay
+    r = vaultq(d, "split", "--undo", "--all")
+    assert r.returncode == 1 and path.read_text() == data, r.stderr
+    # undone one by one, in any order: each takes out its own bytes; the last one removes the note it made
+    for o in (ops[5], ops[0], ops[7], ops[2], ops[3], ops[4], ops[6]):
+        r = vaultq(d, "split", "--undo", o["op"])
+        assert r.returncode == 0, r.stderr
+    assert notes(v) == start and not (v / "inbox").exists()
+
+
+def test_the_journal_grows_by_each_entry_not_by_the_note(capturing):
+    import random
+    import time
+
+    d, v = capturing, capturing.vault
+    rng = random.Random(7)
+    total, took = 0, []
+    for i in range(16):
+        text = " ".join(f"w{rng.getrandbits(40):x}" for _ in range(3000))  # ~36 KB, nothing in common
+        t = time.monotonic()
+        res = d.request("remember", text=text)
+        took.append(time.monotonic() - t)
+        assert res["written"], i
+        total += len(text)
+    journal = sum(p.stat().st_size for p in (v / ".vaultd/split").glob("*.json"))
+    note = (v / res["path"]).stat().st_size
+    assert note > total and journal < 1.5 * note, (journal, note)  # base64 of each entry once
+    assert took[-1] < 10 * max(took[0], 0.2), took
+
+
+def test_a_symlinked_capture_folder_is_checked_as_the_real_folder(vault, tmp_path):
+    (vault / ".vaultd").mkdir()
+    (vault / ".git").mkdir()
+    (vault / "jlink").symlink_to(".vaultd")
+    (vault / "glink").symlink_to(".git")
+    (vault / "out").symlink_to(tmp_path)
+    (vault / "afile").write_text("not a folder")
+    (vault / "notes" / "inbox").mkdir()
+    (vault / "ok").symlink_to("notes/inbox")
+
+    def load(folder: str) -> Config:
+        return msgspec.structs.replace(Config(vault=str(vault)), capture=msgspec.structs.replace(
+            Config().capture, folder=folder)).load()
+
+    for folder, why in (("jlink", "capture.folder 'jlink' is '.vaultd' through a symlink, which is hidden"),
+                        ("glink/sub", "capture.folder 'glink/sub' is '.git/sub' through a symlink, which is hidden"),
+                        ("out", f"capture.folder 'out' leads out of the vault (through a symlink, to {tmp_path})"),
+                        ("afile", "capture.folder 'afile' is a file, not a folder")):
+        with pytest.raises(ConfigError, match=re.escape(why)):
+            load(folder)
+    assert load("ok").capture.folder == "notes/inbox"
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[capture]\nfolder = "jlink"\n')
+    r = subprocess.run([sys.executable, "-m", "vaultd", "check", "--config", str(cfg), "--vault", str(vault)],
+                       capture_output=True, timeout=30, text=True)
+    assert r.returncode != 0 and "capture: " not in r.stdout and "is '.vaultd' through a symlink" in r.stderr, r
+
+
+def test_a_capture_folder_made_a_symlink_after_start_is_refused(capturing):
+    d, v = capturing, capturing.vault
+    (v / ".git").mkdir()
+    (v / "inbox").symlink_to(".git")
+    before = tree(v)
+    err = error(d, text="The router's admin page is at 192.168.1.1.")
+    assert err["code"] == "bad_request" and err["message"] == (
+        "remember: capture.folder 'inbox' is '.git' through a symlink, which is hidden (a name starting with \".\", "
+        "like vaultd's journal .vaultd/): it would not be indexed; nothing was written"), err
+    assert tree(v) == before and not any((v / ".git").iterdir())
+
+
+def test_the_capture_folder_and_note_get_the_vault_s_modes(capturing):
+    d, v = capturing, capturing.vault
+    os.chmod(v, 0o755)
+    res = d.request("remember", text="The recycling goes out on Tuesday evenings.")
+    assert res["written"] and stat.S_IMODE(os.stat(v / "inbox").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(v / res["path"]).st_mode) == 0o644
+
+
+@pytest.mark.parametrize("what, said", [("symlink", "is a symlink"), ("folder", "is not a regular file")])
+def test_today_s_capture_note_that_is_not_a_regular_file_is_refused(capturing, what, said):
+    d, v = capturing, capturing.vault
+    res = d.request("remember", text="The spare bulbs are in the hall cupboard.")
+    p = v / res["path"]
+    p.rename(v / "notes" / "moved.md")
+    if what == "symlink":
+        p.symlink_to(v / "notes" / "moved.md")
+    else:
+        p.mkdir()
+    before = tree(v)
+    err = error(d, text="The fuse box is behind the coats.")
+    assert err["message"] == (f"remember: today's capture note {p} {said}: remember writes only regular files "
+                              "(move it away); nothing was written"), err
+    assert tree(v) == before
+
+
+def test_agent_written_tags_and_names_never_make_a_capture_note_hot(capturing):
+    d, v = capturing, capturing.vault
+    res = d.request("remember", text="Renew the domain before March. #urgent", tags=["urgent", "Urgent", "active"],
+                    source="claude code", session="s-1")
+    data = (v / res["path"]).read_text()
+    assert "Remembered by claude code, session s-1, " in data and data.rstrip().endswith(" #urgent #active")
+    d.request("read", note=res["path"])  # a person reads it: HOT for that, not for the agent's tags
+    [it] = [h for h in d.request("hot")["hot"] if h["path"] == res["path"]]
+    assert not [w for w in it["why"] if w.startswith("tag:")], it
+    r = vaultq(d, "status")
+    assert r.returncode == 0 and "\ncapture:    on: `vaultq remember` appends to the day's capture note in inbox/\n" \
+        in r.stdout.decode()
+
+
+def test_the_mcp_tool_list_follows_capture(capturing):
+    async def steps(c):
+        return [t.name for t in (await c.list_tools()).tools]
+
+    assert "remember" in session(str(capturing.socket), steps)
+
+
+def test_markup_in_an_entry_stays_inert(capturing, make_daemon, capture_config):
+    d, v = capturing, capturing.vault
+    text = "A title\n===\n\nSome text\n---\n<!-- an open comment\n%% and an Obsidian one"
+    res = d.request("remember", text=text)
+    later = d.request("remember", text="This later entry is shown, not hidden in a comment.")
+    data = (v / res["path"]).read_text()
+    assert "\n\nA title\n\\===\n\nSome text\n\\---\n<!-- an open comment\n%% and an Obsidian one\n-->\n\n" \
+        "Remembered by " in data, data
+    assert data.index("This later entry") > data.index("-->\n")
+    assert later["first"] > res["last"]
+
+
+def test_org_keywords_in_an_entry_are_inert_and_blocks_kept(make_daemon, capture_config):
+    d = make_daemon(extra=capture_config("inbox", "org"))
+    text = ("#+filetags: :urgent:\n#+title: Not the title\n#+begin_src python\n* not a heading\n  x = 1\n"
+            "#+end_src\n* a heading")
+    res = d.request("remember", text=text)
+    data = (d.vault / res["path"]).read_text()
+    assert data.endswith(":END:\n,#+filetags: :urgent:\n,#+title: Not the title\n#+begin_src python\n"
+                         ",* not a heading\n  x = 1\n#+end_src\n * a heading\n"), data
+    note = parse_file(res["path"], data.encode())
+    assert "urgent" not in note.tags and note.title.startswith("Capture ") and len(note.headings) == 1

@@ -208,6 +208,8 @@ class Remember(Request, tag="remember"):
     source: _described(str | None, "Who remembers it: the agent's or client's name (the MCP server gives its "
                                    "client's)") = None
     session: _described(str | None, "The agent's session id, when it has one") = None
+    force: _described(bool, "Write it even when a section of the vault already holds its keywords (a "
+                            "correction the dedup took for the same fact)") = False
 
 
 # -- replies: each operation's answer ----------------------------------------------------
@@ -614,10 +616,10 @@ class Operations:
     def remember(self, req: Remember) -> dict:
         """Keep a short fact for later sessions: append it to today's capture note in the vault, unless one
         section of the vault already holds 80% of its keywords (then nothing is written, and the answer names
-        that section: path, lines, heading). Each entry carries its time, source, session and tags. Off unless
+        that section: path, lines, heading; `force` writes it all the same). Each entry carries its time, source, session and tags. Off unless
         the user set `[capture] folder`; the user undoes an entry with `vaultq split --undo OP`. The entry is
         searchable when the answer comes."""
-        return self.vault.remember(req.text, req.tags, req.source, req.session)
+        return self.vault.remember(req.text, req.tags, req.source, req.session, req.force)
 
 
 # -- the table: ops.OPS bound to the methods and types here ------------------------------

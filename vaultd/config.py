@@ -200,7 +200,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             if not ext.startswith("."):
                 raise ConfigError(f"watch.extensions: expected names like '.md', got {ext!r}")
 
-        capture = _check_capture(self.capture, w.extensions, w.ignore_dirs)
+        capture = _check_capture(self.capture, w.extensions, w.ignore_dirs, vault)
 
         name = vault_name(vault)
         state = Path(self.state_dir or _default_state_dir() or xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd" / name)
@@ -219,10 +219,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         )
 
 
-def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str]) -> Capture:
+def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str], vault: Path) -> Capture:
     """`[capture]` checked: a folder inside the vault that is indexed (not hidden, not
-    ignored, not the journal's), and a format that is watched; the folder written as a
-    vault path (no trailing /). Raises ConfigError."""
+    ignored, not the journal's), and a format that is watched; the folder written as the
+    vault path it really is (see real_capture_folder). Raises ConfigError."""
     if c.format not in CAPTURE_FORMATS:
         raise ConfigError(f"capture.format: expected md or org, got {c.format!r}")
     if not c.folder:
@@ -230,16 +230,38 @@ def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str]) ->
     if f".{c.format}" not in extensions:
         raise ConfigError(f"capture.format: {c.format!r} notes are not indexed (watch.extensions)")
     parts = c.folder.replace("\\", "/").strip("/").split("/")
-    why = ("is absolute: name a folder relative to the vault" if c.folder.startswith("/")
-           else "leads out of the vault (..)" if ".." in parts
-           else "is the vault itself: name a folder inside it, e.g. \"inbox\"" if parts in ([""], ["."])
-           else "is hidden (a name starting with \".\", like vaultd's journal .vaultd/): it would not be indexed"
-           if any(p.startswith(".") for p in parts)
-           else "is in watch.ignore_dirs: it would not be indexed" if any(p in ignore_dirs for p in parts)
-           else "has an empty part (//)" if "" in parts else None)
+    why = "is absolute: name a folder relative to the vault" if c.folder.startswith("/") else \
+        _capture_problem(parts, ignore_dirs)
     if why:
         raise ConfigError(f"capture.folder {c.folder!r} {why}")
-    return msgspec.structs.replace(c, folder="/".join(parts))
+    return msgspec.structs.replace(c, folder=real_capture_folder(vault, "/".join(parts), ignore_dirs))
+
+
+def _capture_problem(parts: list[str], ignore_dirs: list[str]) -> str | None:
+    """Why a capture folder of these parts (a vault path) is not one, or None."""
+    return ("leads out of the vault (..)" if ".." in parts
+            else "is the vault itself: name a folder inside it, e.g. \"inbox\"" if parts in ([""], ["."])
+            else "is hidden (a name starting with \".\", like vaultd's journal .vaultd/): it would not be indexed"
+            if any(p.startswith(".") for p in parts)
+            else "is in watch.ignore_dirs: it would not be indexed" if any(p in ignore_dirs for p in parts)
+            else "has an empty part (//)" if "" in parts else None)
+
+
+def real_capture_folder(vault: Path | str, folder: str, ignore_dirs: list[str]) -> str:
+    """The capture folder `folder` as the vault path it really is, symlinks resolved (as far
+    as it exists), checked as the folder itself is: inside the vault, not hidden (the
+    journal's .vaultd/, .git/), not ignored, a folder when it exists. At config load, in
+    `vaultd check` and at every `remember` (a symlink may be made any time). Raises ConfigError."""
+    root = os.path.realpath(vault)
+    real = os.path.realpath(os.path.join(root, folder))
+    if real != root and not real.startswith(root + os.sep):
+        raise ConfigError(f"capture.folder {folder!r} leads out of the vault (through a symlink, to {real})")
+    rel = os.path.relpath(real, root).replace(os.sep, "/")
+    if rel != folder and (why := _capture_problem(rel.split("/"), ignore_dirs)):
+        raise ConfigError(f"capture.folder {folder!r} is {rel!r} through a symlink, which {why}")
+    if os.path.lexists(real) and not os.path.isdir(real):
+        raise ConfigError(f"capture.folder {folder!r} is a file, not a folder: move it away, or name another folder")
+    return rel
 
 
 def _default_vault() -> str:

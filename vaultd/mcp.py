@@ -22,6 +22,7 @@ import datetime
 import json
 import logging
 import os
+import re
 from functools import cache
 from urllib.parse import unquote, urlsplit
 
@@ -91,7 +92,8 @@ def description(op: str) -> str:
     return api.TABLE[op].doc
 
 
-def tools() -> list[types.Tool]:
+def tools(capture: bool = True) -> list[types.Tool]:
+    """The tools; `remember` only with `capture` (the daemon's capture is on)."""
     return [
         types.Tool(
             name=op,
@@ -100,8 +102,17 @@ def tools() -> list[types.Tool]:
             annotations=types.ToolAnnotations(read_only_hint=op not in WRITES, destructive_hint=False,
                                               idempotent_hint=True, open_world_hint=False),
         )
-        for op in TOOLS
+        for op in TOOLS if capture or op != "remember"
     ]
+
+
+async def capture_on(daemon: Daemon) -> bool:
+    """Whether the daemon's agent capture is on (`remember` is listed); a daemon that does
+    not answer lists it too (its calls then say how to start the daemon)."""
+    try:
+        return (await daemon.ask_async("status", {})).get("capture") is not None
+    except (DaemonUnavailable, RequestFailed):
+        return True
 
 
 def _clean(v):
@@ -268,7 +279,8 @@ def _remember(res: dict) -> str:
                 f"`vaultq split --undo {res['op']}` (generation {res['generation']}).")
     section = f"section “{res['heading']}”" if res["heading"] else "its opening"
     return (f"Not written: the vault already holds this. {where} ({section}) has {res['overlap']:.0%} of its "
-            "keywords; read it there, or remember only what is new.")
+            "keywords; read it there, or remember only what is new (call remember again with force: true to "
+            "write it anyway, e.g. a correction).")
 
 
 def _status(res: dict) -> str:
@@ -305,7 +317,8 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
     except BadArguments as e:
         return _error(f"bad arguments for {op}: {e}")
     if op == "remember" and args.get("source") is None:
-        args["source"] = client or "an MCP client"
+        plain = " ".join(re.sub(r"[^\w .@/:-]+", " ", client or "").split())[:200]  # a name, inert in the note
+        args["source"] = plain or "an MCP client"
     try:
         res = await daemon.ask_async(op, args)
     except DaemonUnavailable as e:
@@ -374,7 +387,7 @@ def build(socket: str | None = None, vault: str | None = None) -> Server:
     daemon = Daemon(socket, vault)
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools())
+        return types.ListToolsResult(tools=tools(await capture_on(daemon)))
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)

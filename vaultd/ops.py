@@ -162,6 +162,8 @@ OPS = (
                       "help": "a tag of the entry, one word (repeatable)"}),
         (("--source",), {"help": "who remembers it (default: claude-code under Claude Code, else vaultq)"}),
         (("--session",), {"metavar": "ID", "help": "the agent's session id"}),
+        (("--force",), {"action": "store_true",
+                        "help": "write it even when a section of the vault already holds its keywords"}),
         JSON), tool=True, writes=True),
 )
 """Every operation, in the order vaultq's help, the MCP tool list and the README give them."""

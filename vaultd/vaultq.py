@@ -294,6 +294,9 @@ def print_status(st: dict) -> None:
               "version", "uptime_s"):
         if k in st:
             print(f"{k + ':':<12}{st[k]}")
+    if "capture" in st:
+        print(f"{'capture:':<12}" + (f"on: `vaultq remember` appends to the day's capture note in {st['capture']}/"
+                                     if st["capture"] else "off: remember is refused ([capture] folder turns it on)"))
     if st.get("indexing"):
         print(f"{'indexing:':<12}the first index is being built: {_progress(st)}")
     # what is wrong, or not this daemon's to do: said only when so
@@ -632,7 +635,7 @@ def _remember(c: _Asker, args) -> int:
             print(f"vaultq: {name} is not valid UTF-8; nothing was written", file=sys.stderr)
             return EXIT_USAGE
     source = args.source or ("claude-code" if os.environ.get("CLAUDECODE", "") not in ("", "0") else "vaultq")
-    res = c.request("remember", text=text, tags=args.tags, source=source, session=args.session)
+    res = c.request("remember", text=text, tags=args.tags, source=source, session=args.session, force=args.force)
     where = f"{res['path']}:{res['first']}-{res['last']}"
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
@@ -641,7 +644,8 @@ def _remember(c: _Asker, args) -> int:
               f"(undo: vaultq split --undo {res['op']})")
     else:
         section = f"“{res['heading']}”" if res["heading"] else "its opening"
-        print(f"not written: {where} {section} already holds {res['overlap']:.0%} of its keywords")
+        print(f"not written: {where} {section} already holds {res['overlap']:.0%} of its keywords "
+              "(vaultq remember --force writes it anyway)")
     return EXIT_OK
 
 

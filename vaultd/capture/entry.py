@@ -15,9 +15,11 @@ remembered it (source, session, time with its offset) and its tags:
     Remembered by claude-code, session 9f2c1d7e, 2026-12-01T14:32:05+09:00. #python #style
 
 In Org the heading carries the tags (`* 14:32:05 :python:style:`) and the rest goes in
-its property drawer (SOURCE, SESSION, CREATED). An entry's lines that would read as a
-heading are escaped (Markdown `\\#`, Org a leading space), and a code fence it leaves
-open is closed, so each entry stays one section and never swallows the next.
+its property drawer (SOURCE, SESSION, CREATED). An entry is inert there (see _safe): its
+lines that would read as a heading are escaped (Markdown `\\#` and setext underlines, Org
+a leading space, Org keyword lines a comma, Org's own comma inside blocks), and a code
+fence or comment (`<!--`, `%%`) it leaves open is closed, so each entry stays one section
+and never swallows the next. Its source and session are plain names (no #tag, no link).
 
 Keywords (what dedup compares): the entry's words as the index stems them (English
 Snowball stems, lower-cased), less stop words and one-letter words, plus the bigrams of
@@ -49,8 +51,21 @@ keywords are exactly its own (the same short entry remembered before)."""
 _TAG = re.compile(r"\w*[^\W\d_]\w*")
 """A tag: one word of letters, digits and _, with a letter (as Markdown `#tags`, Org tags
 and Denote keywords all read one)."""
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (category Cc: C0, DEL, C1 with NEL) but tab and line feed, and the
+Unicode line and paragraph separators (Zl, Zp): each a line break to some reader."""
+_NAME = re.compile(r"[\w .@/:-]+")
+"""A source or session: a plain name (letters, digits, space and - _ . @ / :), so that it
+is inert text in the entry's last line or drawer (no #tag, no [[link]], no line break)."""
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|none|nothing|nobody|nowhere|neither|cannot|without)\b|n't\b|n’t\b"
+                       r"|(?<!\w)(?:안|못)(?!\w)|않|없", re.IGNORECASE)
+"""Words that turn a statement around (English, and Korean 안/못 before a verb, 않-, 없-)."""
 _ORG_HEADING = re.compile(r"^\*+[ \t]")
+_ORG_KEYWORD = re.compile(r"^[ \t]*#\+\w*:")
+_ORG_BLOCK = re.compile(r"^[ \t]*#\+begin_(\S+)", re.IGNORECASE)
+_ORG_ESCAPE = re.compile(r"^([ \t]*)(,*(?:\*|#\+))")
+_SETEXT = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 
 
 class BadEntry(ValueError):
@@ -75,8 +90,9 @@ def check(text: str, tags: list[str], source: str | None, session: str | None) -
     if not text.strip():
         raise BadEntry("text is empty: nothing to remember")
     for name, val in (("source", source), ("session", session)):
-        if val is not None and (not val.strip() or len(val) > MAX_FIELD or _CONTROL.search(val) or "\n" in val):
-            raise BadEntry(f"{name} {val[:40]!r}: expected one line of 1 to {MAX_FIELD} characters")
+        if val is not None and (not val.strip() or len(val) > MAX_FIELD or not _NAME.fullmatch(val)):
+            raise BadEntry(f"{name} {val[:40]!r}: expected a plain name of 1 to {MAX_FIELD} characters: letters, "
+                           "digits, spaces and - _ . @ / : (no #, [, ] or line breaks)")
         if val is not None:
             try:
                 val.encode("utf-8")
@@ -88,7 +104,10 @@ def check(text: str, tags: list[str], source: str | None, session: str | None) -
         if not _TAG.fullmatch(t) or len(t) > 64:
             raise BadEntry(f"tag {t[:70]!r}: a tag is one word of letters, digits and _ with a letter, at most 64 "
                            "characters (no spaces, no #, no :)")
-    return text, list(dict.fromkeys(tags))
+    once: dict[str, str] = {}
+    for t in tags:  # each once, whatever its case (the first spelling)
+        once.setdefault(t.casefold(), t)
+    return text, list(once.values())
 
 
 # -- keywords and the dedup rule ---------------------------------------------------------
@@ -100,6 +119,15 @@ def keywords(text: str) -> set[str]:
     stems, cjk = _split(text)
     words = {s for s in stems if s not in _STOP and len(s) > 1}
     return words | {g for run in cjk for g in bigrams(run)}
+
+
+def differs(entry: str, section: str) -> bool:
+    """Whether the entry says something the section does not, whatever their keywords:
+    it holds a number the section lacks ("every 90 days" after "every 30 days"), or one of
+    the two is negated and the other not ("likes tea" after "does not like tea")."""
+    if set(_NUMBER.findall(entry)) - set(_NUMBER.findall(section)):
+        return True
+    return bool(_NEGATION.search(entry)) != bool(_NEGATION.search(section))
 
 
 def overlap(entry: set[str], section: set[str]) -> float:
@@ -173,19 +201,65 @@ def append(before: bytes, new: str) -> bytes:
 
 
 def _safe(fmt: str, text: str) -> str:
-    """The entry's lines as they must stand in the note to stay one section of it."""
-    out = []
+    """The entry's lines as they must stand in the note to stay one section of it, and
+    inert there (see _org_safe for Org). Markdown: outside code fences, a line that would
+    read as a heading (ATX `# x`, or a setext underline `===`/`---` under a line of text)
+    gets a backslash; a code fence, an HTML comment `<!--` or an Obsidian comment `%%` the
+    text leaves open is closed after it, or it would hold every entry after it."""
     if fmt == "org":
-        return "\n".join(" " + ln if _ORG_HEADING.match(ln) else ln for ln in text.split("\n"))
-    fence = None
+        return "\n".join(_org_safe(text.split("\n")))
+    out: list[str] = []
+    fence, comment = None, None  # the open fence; the open comment's end ("-->", "%%")
     for ln in text.split("\n"):
-        if "```" in ln or "~~~" in ln or fence is not None:
+        if comment is None and ("```" in ln or "~~~" in ln or fence is not None):
             is_fence, fence = fence_step(ln, fence)
             if is_fence or fence is not None:
                 out.append(ln)
                 continue
-        m = _ATX.match(ln)
-        out.append(ln[: m.start(1)] + "\\" + ln[m.start(1):] if m else ln)
-    if fence is not None:  # left open: closed here, or it would hold every entry after it
+        prev = out[-1] if out else ""
+        if m := _ATX.match(ln):
+            ln = ln[: m.start(1)] + "\\" + ln[m.start(1):]
+        elif _SETEXT.match(ln) and prev.strip():
+            at = len(ln) - len(ln.lstrip())
+            ln = ln[:at] + "\\" + ln[at:]
+        comment = _comment_after(ln, comment)
+        out.append(ln)
+    if fence is not None:
         out.append(" " * fence[1] + fence[0])
+    if comment is not None:
+        out.append(comment)
     return "\n".join(out)
+
+
+_COMMENT = re.compile(r"<!--|-->|%%")
+
+
+def _comment_after(line: str, open_: str | None) -> str | None:
+    """The comment open after `line` (its end: "-->" or "%%"), given the one open before it."""
+    for m in _COMMENT.finditer(line):
+        t = m.group()
+        if open_ is None and t != "-->":
+            open_ = "-->" if t == "<!--" else "%%"
+        elif open_ == t:
+            open_ = None
+    return open_
+
+
+def _org_safe(lines: list[str]) -> list[str]:
+    """Org: inside a block (`#+begin_X` .. `#+end_X`) the lines Org itself escapes (`*`,
+    `#+`, after any commas) get Org's comma, which Org takes off again (the block's content
+    is as given); elsewhere a line that would read as a heading gets a leading space, and a
+    keyword line (`#+filetags:`, `#+title:`, which Org applies wherever they are) a comma."""
+    out, i = [], 0
+    while i < len(lines):
+        ln = lines[i]
+        if m := _ORG_BLOCK.match(ln):
+            end = re.compile(rf"^[ \t]*#\+end_{re.escape(m.group(1))}[ \t]*$", re.IGNORECASE)
+            j = next((k for k in range(i + 1, len(lines)) if end.match(lines[k])), None)
+            if j is not None:
+                out += [ln, *(_ORG_ESCAPE.sub(r"\1,\2", x) for x in lines[i + 1 : j]), lines[j]]
+                i = j + 1
+                continue
+        out.append(" " + ln if _ORG_HEADING.match(ln) else "," + ln if _ORG_KEYWORD.match(ln) else ln)
+        i += 1
+    return out

@@ -6,14 +6,14 @@ Off unless `[capture] folder` names a folder. Then, for each entry, in one go un
 vault's write lock:
   1. its keywords are searched for (every note, the archive too), and each section of the
      best notes (from a heading to the next, or the text before the first) is compared:
-     one that holds 80% of them (entry.known) means the entry is not written, and the
+     one that holds 80% of them (entry.known), and no number or negation the entry does
+     not share (entry.differs), means the entry is not written (unless forced), and the
      answer names that section (path, lines, heading);
-  2. else the day's capture note (made when missing, with Denote's front matter) gets the
-     entry at its end through split.apply: journaled (before and after) and fsynced before
-     the file is written, the file re-checked, written atomically (a new one only created,
-     never over a file someone put there), and indexed before the answer;
-  3. `vaultq split --undo OP` puts the note back byte for byte (removes it, when this entry
-     made it), as for a split.
+  2. else the capture folder is checked as the real path it is (symlinks resolved), and
+     the day's capture note (made when missing, with Denote's front matter; a regular
+     file) gets the entry at its end through journal.append: the appended bytes journaled
+     and fsynced before the note is appended to in place, and indexed before the answer;
+  3. `vaultq split --undo OP` takes out exactly that entry (journal.undo).
 Only the vaultd holding the writer lock writes; the others answer what is already known
 and refuse the rest.
 """
@@ -26,12 +26,15 @@ import os
 import posixpath
 import stat
 
-from ..errors import CaptureOff, QueryError, StillIndexing
+from ..config import real_capture_folder
+from ..errors import CaptureOff, ConfigError, QueryError, StillIndexing
 from ..note import headings_of
 from ..parse import parse_lines
 from ..paths import read_head
 from ..split import splitter as split
+from ..store.state import changed_ns
 from . import entry as capture
+from . import journal
 
 logger = logging.getLogger("vaultd.capture")
 
@@ -45,9 +48,11 @@ OFF = ("remember is off: vaultd writes an agent's entries into the vault only wh
 class Capture:
     """The Vault's `remember`."""
 
-    def remember(self, text: str, tags: list[str], source: str | None = None, session: str | None = None) -> dict:
-        """Append an entry to the day's capture note, or say which section already holds it.
-        Raises QueryError (nothing written): capture off, a bad entry, not the writer."""
+    def remember(self, text: str, tags: list[str], source: str | None = None, session: str | None = None,
+                 force: bool = False) -> dict:
+        """Append an entry to the day's capture note, or say which section already holds it
+        (with `force`, append it all the same). Raises QueryError (nothing written): capture
+        off, a bad entry, a bad capture folder or note, not the writer."""
         cfg = self.config.capture
         if not cfg.folder:
             raise CaptureOff(OFF)
@@ -58,29 +63,32 @@ class Capture:
         if self.indexing:  # what the vault holds is not known yet
             raise StillIndexing(self._progress_words())
         with self._split_lock:
-            words = capture.keywords(text)
-            same = self._known(text, words)
+            same = None if force else self._known(text, capture.keywords(text))
             if same is not None:
                 return {"written": False, **same, "op": None, "created": False, "generation": self.generation}
             now = dt.datetime.now().astimezone()
             try:
                 self._writing()
-                plan, mode, first = self._capture_plan(text, tags, source or "unknown", session, now)
-                done = self._write(plan, split.CAPTURE, mode)
+                rel, before, head, new, mode, made = self._capture_plan(text, tags, source or "unknown", session, now)
+                n = self.notes.get(rel)
+                user = changed_ns(self.state.state, rel, n.mtime_ns, n.size) if n else 0
+                done = journal.append(self.root, self.journal, rel, new, None if head else len(before), head, mode,
+                                      made)
             except (split.SplitError, OSError) as e:
                 raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) \
                     from None
-        change = plan.changes[0]
-        last = change.after.count(b"\n")
+            self._wrote([rel], {rel: user})
+        first = (head or before).count(b"\n") + len(new) - len(new.lstrip(b"\n")) + 1  # after the blank line
+        last = (head or before).count(b"\n") + new.count(b"\n")
         logger.info("remembered %d bytes from %s in %s:%d-%d (undo: vaultq split --undo %s)",
-                    len(text.encode()), source or "unknown", plan.note, first, last, done["op"])
-        return {"written": True, "path": plan.note, "first": first, "last": last,
-                "heading": f"{now:%H:%M:%S}", "overlap": None, "op": done["op"], "created": change.before is None,
+                    len(text.encode()), source or "unknown", rel, first, last, done["op"])
+        return {"written": True, "path": rel, "first": first, "last": last,
+                "heading": f"{now:%H:%M:%S}", "overlap": None, "op": done["op"], "created": head is not None,
                 "generation": self.generation}
 
     def _known(self, text: str, words: set[str]) -> dict | None:
         """The section of the vault that already holds the entry (path, first, last, heading,
-        overlap), None when none does (see entry.known)."""
+        overlap), None when none does (see entry.known, entry.differs)."""
         q = capture.query(text)
         if not words or not q:
             return None
@@ -94,8 +102,9 @@ class Capture:
                 continue
             note, lines = parse_lines(path, data, max_bytes=cap)
             for first, last, heading in _sections(note, lines):
-                theirs = capture.keywords("\n".join(lines[first - 1 : last]))
-                if capture.known(words, theirs):
+                section = "\n".join(lines[first - 1 : last])
+                theirs = capture.keywords(section)
+                if capture.known(words, theirs) and not capture.differs(text, section):
                     share = capture.overlap(words, theirs)
                     if best is None or share > best[0]:
                         best = (share, {"path": path, "first": first, "last": last, "heading": heading,
@@ -103,49 +112,59 @@ class Capture:
         return best[1] if best else None
 
     def _capture_plan(self, text: str, tags: list[str], source: str, session: str | None,
-                      now: dt.datetime) -> tuple[split.Plan, int, int]:
-        """The change that appends the entry to the day's capture note (or makes the note),
-        the mode a note made gets (as readable as the vault's folder is), and the entry's
-        first line in it."""
+                      now: dt.datetime) -> tuple[str, bytes, bytes | None, bytes, int, list[str]]:
+        """What appending the entry to the day's capture note takes: the note (a vault path),
+        its bytes now, its head when it is to be made (else None), the bytes appended, the
+        mode a note made gets (as readable as the vault's folder is), and the folders made
+        for it. SplitError when today's note is not a regular file, or too big to read."""
         cfg = self.config.capture
-        folder = self._capture_folder()
+        folder, made = self._capture_folder()
         day = now.date()
         pattern = capture.name_pattern(day, cfg.format)
-        names = sorted(n for n in os.listdir(folder) if pattern.fullmatch(n))
-        new = capture.entry(cfg.format, text, tags, source, session, now)
+        names = sorted(n for n in os.listdir(self.root / folder) if pattern.fullmatch(n))
+        new = capture.entry(cfg.format, text, tags, source, session, now).encode()
         mode = stat.S_IMODE(os.stat(self.root).st_mode) & 0o666 | 0o600
-        if names:
-            rel = posixpath.join(cfg.folder, names[0])
-            cap = self.config.index.max_file_mb << 20
-            before, size = read_head(self._root, rel, cap)  # a regular file of the vault, or OSError
-            if size > len(before):
-                raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
-                                       f"{cap >> 20} MB, and appending from those would lose the rest")
-            after = capture.append(before, new)
-        else:
+        if not names:
             taken = {n.id for n in self.notes.values() if n.id}
             ident = split._fresh_ids(taken, 1)[0]
-            rel = posixpath.join(cfg.folder, capture.file_name(ident, day, cfg.format))
-            before, after = None, (capture.front_matter(cfg.format, ident, now) + "\n" + new).encode()
-        plan = split.Plan(note=rel, changes=[split.FileChange(rel, before, after)])
-        return plan, mode, after[: len(after) - len(new.encode())].count(b"\n") + 1
+            rel = posixpath.join(folder, capture.file_name(ident, day, cfg.format))
+            return rel, b"", (capture.front_matter(cfg.format, ident, now) + "\n").encode(), new, mode, made
+        rel = posixpath.join(folder, names[0])
+        st = os.lstat(self.root / rel)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise split.SplitError(f"today's capture note {self.root / rel} is {what}: remember writes only regular "
+                                   "files (move it away); nothing was written")
+        cap = self.config.index.max_file_mb << 20
+        before, size = read_head(self._root, rel, cap)  # a regular file of the vault, or OSError
+        if size > len(before):
+            raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
+                                   f"{cap >> 20} MB, and appending from those would lose the rest")
+        return rel, before, None, capture.append(before, new.decode())[len(before):], mode, made
 
-    def _capture_folder(self) -> str:
-        """The capture folder, made when missing; SplitError when it is not a folder inside
-        the vault (a symlink out of it, a file)."""
-        root = os.path.realpath(self.root)
-        folder = os.path.join(self._root, self.config.capture.folder)
-
-        def inside() -> bool:
-            real = os.path.realpath(folder)
-            return real.startswith(root + os.sep)
-
-        if not inside():
-            raise split.SplitError(f"capture.folder {self.config.capture.folder} leads out of the vault (a symlink)")
-        os.makedirs(folder, mode=stat.S_IMODE(os.stat(self.root).st_mode), exist_ok=True)  # as the vault's
-        if not inside() or not os.path.isdir(folder):
-            raise split.SplitError(f"capture.folder {self.config.capture.folder} is not a folder of the vault")
-        return folder
+    def _capture_folder(self) -> tuple[str, list[str]]:
+        """The capture folder as the vault path it really is, checked anew (see
+        config.real_capture_folder), made when missing with the vault folder's mode; and the
+        folders made. SplitError when it is not a folder the capture may write in."""
+        cfg = self.config
+        try:
+            folder = real_capture_folder(self.root, cfg.capture.folder, cfg.watch.ignore_dirs)
+        except ConfigError as e:
+            raise split.SplitError(str(e)) from None
+        mode = stat.S_IMODE(os.stat(self.root).st_mode)
+        made, path = [], self.root
+        for part in folder.split("/"):
+            path = path / part
+            if not os.path.lexists(path):
+                os.mkdir(path, mode)
+                os.chmod(path, mode)  # as the vault's folder, whatever the umask
+                made.append(path.relative_to(self.root).as_posix())
+        try:  # checked again once made: nothing may have swapped a part for a symlink meanwhile
+            if real_capture_folder(self.root, folder, cfg.watch.ignore_dirs) != folder:
+                raise ConfigError(f"capture.folder {cfg.capture.folder!r} changed while remembering")
+        except ConfigError as e:
+            raise split.SplitError(str(e)) from None
+        return folder, made
 
 
 def _sections(note, lines: list[str]) -> list[tuple[int, int, str | None]]:

@@ -22,8 +22,12 @@ def is_cold(path: str, cfg: Tiers) -> bool:
     return _cold_pattern(tuple(cfg.cold)).match(path) is not None
 
 
-def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = None) -> list[dict]:
-    """The HOT set: each note with its score and the reasons it is hot, best first, capped."""
+def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = None,
+        capture: str | None = None) -> list[dict]:
+    """The HOT set: each note with its score and the reasons it is hot, best first, capped.
+    `capture`: the capture folder, whose notes' tags are an agent's (`remember`), never hot
+    tags: only a person's reads, pins and edits make a capture note HOT."""
+    agents = capture + "/" if capture else None
     now = now or time.time()
     day = 86400.0
     hot_tags, done_tags = set(cfg.hot_tags), set(cfg.done_tags)
@@ -46,12 +50,12 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
         if m < old_ns and path not in access and path not in pins and path not in agent and (
                 (m < cool_ns and path not in state.last_access and path not in agent_last)
-                or hot_tags.isdisjoint(n.tags)):
+                or hot_tags.isdisjoint(n.tags) or (agents and path.startswith(agents))):
             continue
         if is_cold(path, cfg):
             continue
         pinned = path in pins
-        tags = set(n.tags)
+        tags = set(n.tags) if agents is None or not path.startswith(agents) else set(n.tags) - hot_tags
         if tags & done_tags and not pinned:
             continue
         changed_days = (now - m / 1e9) / day

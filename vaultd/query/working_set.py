@@ -101,7 +101,8 @@ class WorkingSet:
             return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
                                  "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
 
-        hot_items = hot(self.notes, self.state.state, self.config.tiers) if with_hot else []
+        hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder) \
+            if with_hot else []
         hot_budget = budget // 4 if q.strip() else budget
         for h in hot_items:  # the working set first, within a quarter of the budget
             if used >= hot_budget:
@@ -154,7 +155,7 @@ class WorkingSet:
                          for p in self.state.state.pins]}
 
     def hot(self) -> dict:
-        return {"hot": hot(self.notes, self.state.state, self.config.tiers)}
+        return {"hot": hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder)}
 
     def recent(self, days: float) -> dict:
         cutoff = time.time() - days * 86400

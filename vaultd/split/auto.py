@@ -10,6 +10,7 @@ import os
 from ..errors import QueryError
 from ..paths import read_head
 from ..store.state import as_written, changed_ns
+from ..capture import journal
 from . import splitter as split
 
 logger = logging.getLogger("vaultd.vault")
@@ -32,7 +33,8 @@ class Splits:
                 return False
             if self._taken != self._writer.taken:
                 self._taken = self._writer.taken
-                for rel in split.recover(self.root, self.journal):  # a crash mid-split: back to before
+                for rel in split.recover(self.root, self.journal) + journal.recover(self.root, self.journal):
+                    # a crash mid-split or mid-append: back to before
                     logger.warning("restored %s from the split journal", rel)
                 self._read_journal()
             return True
@@ -198,10 +200,11 @@ class Splits:
                             for e in self.journal.all()]}
 
     def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
-        """Undo operations, newest first: those named, or with `every` every done one."""
+        """Undo operations, newest first: those named, or with `every` every done split
+        (entries remembered are undone one by one, by their op)."""
         entries = self.journal.all()
         if every:
-            ops = [e["op"] for e in entries if e.get("status") == "done"]
+            ops = [e["op"] for e in entries if e.get("status") == "done" and e.get("kind") != split.CAPTURE]
         ops = [ops] if isinstance(ops, str) else list(ops or [])
         if not ops:
             if every:
@@ -212,20 +215,22 @@ class Splits:
         ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
         try:
             self._writing()
+            appends = {op for op in ops if journal.is_append(self.journal.load(op))}
+            for op in appends:  # an entry's bytes unchanged in its note, or nothing is undone (--force or not)
+                journal.locate(self.root, self.journal.load(op))
+            if not force:
+                split.undoable(self.root, self.journal, [op for op in ops if op not in appends])  # all or nothing
         except split.SplitError as e:
-            raise QueryError(str(e)) from None
-        if not force:
-            try:
-                split.undoable(self.root, self.journal, ops)  # all or nothing
-            except split.SplitError as e:
-                raise QueryError(f"{e}; nothing was undone") from None
+            raise QueryError(f"{e}; nothing was undone" if "another vaultd" not in str(e) else str(e)) from None
         for op in ops:
             try:
                 with self._split_lock:
                     entry = self.journal.load(op)
-                    user = {c["path"]: changed_ns(self.state.state, c["path"], n.mtime_ns, n.size)
-                            for c in entry["files"] if (n := self.notes.get(c["path"]))}
-                    touched = split.undo(self.root, self.journal, op, force)
+                    paths = [c["path"] for c in entry["files"]] or [entry["note"]]
+                    user = {p: changed_ns(self.state.state, p, n.mtime_ns, n.size)
+                            for p in paths if (n := self.notes.get(p))}
+                    touched = journal.undo(self.root, self.journal, entry) if op in appends else \
+                        split.undo(self.root, self.journal, op, force)
             except split.SplitError as e:
                 if undone:
                     raise QueryError(f"{e} (undid {', '.join(undone)} before it)") from None

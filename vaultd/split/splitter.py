@@ -888,11 +888,17 @@ def _unrewrite(c: FileChange, cur: bytes) -> bytes:
     return b"".join(lines)
 
 
+def new_op(note: str) -> tuple[str, int]:
+    """A new operation's id, and its time in ns (in the hash too: two operations on one note
+    within a second are two)."""
+    now = time.time_ns()
+    return time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(f"{note}\0{now}".encode()).hexdigest()[:6], now
+
+
 def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT, mode: int | None = None) -> dict:
     """Write the plan through the journal. Returns the done entry. Files it creates get
     `mode`, by default the note's (which must exist then)."""
-    now = time.time_ns()  # in the hash too: two operations on one note within a second are two
-    op = time.strftime("%Y%m%dT%H%M%S") + "-" + hashlib.sha1(f"{plan.note}\0{now}".encode()).hexdigest()[:6]
+    op, now = new_op(plan.note)
     entry = {
         "op": op, "time": now / 1e9, "kind": kind, "note": plan.note, "status": "prepared", "parts": plan.parts,
         "rewritten": plan.rewritten, "oversized": plan.oversized,
@@ -983,7 +989,7 @@ def recover(vault: Path, journal: Journal) -> list[str]:
     """Roll back every operation a crash left "prepared". Returns the paths touched."""
     touched = []
     for entry in journal.all():
-        if entry.get("status") == "prepared":
+        if entry.get("status") == "prepared" and "append" not in entry:  # an append: capture/journal.py's
             logger.warning("split %s of %s was interrupted: rolling it back", entry.get("op"), entry.get("note"))
             try:
                 touched += _restore(vault, _changes(entry, vault))
