@@ -598,7 +598,7 @@ class Operations:
     @replies(SplitReply)
     def split(self, req: Split) -> dict:
         """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or
-        `undo` (op ids, newest first, with `force`; with `all` instead: every done op)."""
+        `undo` (op ids, newest first, with `force`; with `all` instead: every done split)."""
         v = self.vault
         if req.list:
             return v.split_candidates()

@@ -150,9 +150,11 @@ OPS = (
                        "help": "notes over the threshold, growing ones, and those it cannot split"}),
         (("--history",), {"action": "store_true", "help": "past split operations"}),
         (("--all",), {"action": "store_true",
-                      "help": "apply every proposal (the notes --list offers); with --undo: undo every operation"}),
+                      "help": "apply every proposal (the notes --list offers); with --undo: undo every split (not the "
+                              "entries remember wrote: undo those one by one)"}),
         (("--undo",), {"metavar": "OP", "nargs": "*",
-                       "help": "restore every file these operations touched, newest first (--undo --all: all of them)"}),
+                       "help": "undo these operations, newest first: a split's files restored, a remembered entry taken "
+                               "out (--undo --all: every split)"}),
         (("--force",), {"action": "store_true", "help": "with --undo: even if files changed since"}),
         JSON), writes=True),
     Op("remember", Cli(

@@ -643,9 +643,9 @@ and the record of which notes the user wants whole), so it goes with the vault, 
 a state folder that may be deleted, and every vaultd on the vault reads the same one.
 Created at the first split, never before; a dot folder, so never indexed."""
 
-_README = b"""This folder is vaultd's split journal: one file per split (and per entry an agent
-remembered, when [capture] is on), holding every file it changed as it was before and
-after. It is how `vaultq split --undo OP` puts a note back, and how vaultd knows which
+_README = b"""This folder is vaultd's split journal: one file per split, holding every file it
+changed as it was before and after (and one per entry an agent remembered, when
+[capture] is on, holding the bytes it appended). It is how `vaultq split --undo OP` puts a note back, and how vaultd knows which
 notes you want kept whole. Keep it with the vault (it is private: only you can read it).
 Deleting it loses the undo of past splits.
 """
