@@ -24,6 +24,7 @@ import shutil
 import struct
 import tempfile
 import threading
+import uuid
 import weakref
 import zlib
 from datetime import datetime, timezone
@@ -242,6 +243,10 @@ _FOOTER_MAGIC = 1337
 """Tantivy ends every segment file with a JSON footer holding the CRC32 of what precedes
 it, the footer's length (u32) and this (u32), little-endian (tantivy directory/footer.rs)."""
 
+_INSTANCE = "INSTANCE"
+"""A random name given to an index when it is created (and so again after a wipe): what is
+saved beside it (the link graph) names the index it was saved from by it and the commit."""
+
 _LOCK = ".vaultd.lock"
 """Held (flock) by the process that has the index open; kept when the index is wiped."""
 
@@ -356,6 +361,8 @@ class NoteIndex:
         self.schema = _schema()
         self.heap_mb = heap_mb
         self.rebuilt = False
+        self.instance = ""
+        """A random name this index got when it was created (see _INSTANCE)."""
         self.rebuilt_why: str | None = None
         """Why the index was wiped at open (for status and `vaultd check`), or None."""
         self._lock = threading.Lock()  # writer use is serialised; searches never wait on it
@@ -389,6 +396,14 @@ class NoteIndex:
         self.index = tantivy.Index(self.schema, path=str(self.dir), reuse=True)
         _register(self.index)
         (self.dir / "VERSION").write_text(f"{SCHEMA_VERSION}\n")
+        instance = self.dir / _INSTANCE
+        try:
+            self.instance = instance.read_text().strip()
+        except FileNotFoundError:
+            self.instance = ""
+        if not self.instance:
+            self.instance = uuid.uuid4().hex
+            instance.write_text(self.instance + "\n")
         try:
             self.writer = self.index.writer(heap_size=self.heap_mb << 20, num_threads=max(1, min(2, self.heap_mb // 15)))
         except ValueError as e:
@@ -435,6 +450,11 @@ class NoteIndex:
                                "restart vaultd to check and rebuild it") from e
 
     # -- reading ----------------------------------------------------------------
+
+    def commit_stamp(self) -> tuple[str, int]:
+        """(this index's instance, the opstamp of its last commit): what names the index as it
+        is now. A merge rewrites meta.json but keeps the opstamp; every commit raises it."""
+        return self.instance, int(json.loads((self.dir / "meta.json").read_bytes())["opstamp"])
 
     def searcher(self) -> tantivy.Searcher:
         return self.index.searcher()
