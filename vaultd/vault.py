@@ -25,6 +25,7 @@ from .query.search import Search
 from .query.working_set import WorkingSet
 from .split import splitter as split
 from .split.auto import Splits
+from .store import graph_file
 from .store.graph import Graph
 from .store.index import NoteIndex, path_key
 from .store.state import StateStore
@@ -41,13 +42,21 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         _make_private(self.state_dir)
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
-        self.notes: dict[str, Note] = self.index.load_notes()
+        self.graph_path = self.state_dir / graph_file.FILE_NAME
+        self.graph: Graph | None = self._load_graph()
+        """Loaded with the note table from where it was saved beside the index, when that
+        file is of this index's last commit; else built after the first reconcile (seconds on
+        a big vault; search does not wait for it)."""
+        self._graph_ready = threading.Event()
+        self.notes: dict[str, Note] = self.graph.notes if self.graph is not None else self.index.load_notes()
         """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
         self._by_key = {path_key(p): n for p, n in self.notes.items()}
         """The same notes by their index key; replaced with `notes`."""
-        self.graph: Graph | None = None
-        """Built after the first reconcile (seconds on a big vault; search does not wait for it)."""
-        self._graph_ready = threading.Event()
+        self._graph_saved: int | None = None
+        """The generation the saved graph is of (None: it is not saved)."""
+        self._graph_save_at = 0.0  # monotonic time before which no background save starts
+        self._graph_saver: threading.Thread | None = None
+        self._graph_save_lock = threading.Lock()
         self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
         self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
         self.generation = 0
@@ -77,6 +86,9 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._stale: set[str] = set()
         """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
         self.generation = self.state.state.generation + 1
+        if self.graph is not None:
+            self._graph_saved = self.generation
+            self._graph_ready.set()
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
         self._log_start = self.generation
@@ -92,6 +104,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
 
     def close(self) -> None:
         self.state.flush()
+        self.save_graph()
         self.index.close()
         self._writer.release()
 
@@ -138,7 +151,7 @@ def _make_private(folder: Path) -> None:
     the index, the split journal's pre-images), whatever the umask, also when an older
     vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mine = [folder / "index", folder / "split", *folder.glob("state.json*")]  # what vaultd keeps there, and no more
+    mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*")]  # what vaultd keeps there, and no more
     for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
         try:
             st = p.lstat()

@@ -87,6 +87,7 @@ class Indexer:
         while not self.should_exit.is_set():
             batch = [] if rescan and retry_at == 0.0 else self.debouncer.take(self.should_exit)
             self._guard(vault.state.flush)  # access counts and pins: at most ~0.5 s behind
+            self._guard(vault.save_graph_soon)  # in the background, when changed
             if RESCAN in batch:
                 batch.remove(RESCAN)
                 logger.warning("events were lost: reconciling the whole vault")

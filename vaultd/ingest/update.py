@@ -8,12 +8,14 @@ import functools
 import logging
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable
 
 from ..errors import VaultError
 from ..note import Note, compact
 from ..query.ranking import terms
+from ..store import graph_file
 from ..store.graph import Graph
 from ..store.index import path_key
 from ..store.state import as_written
@@ -23,6 +25,10 @@ logger = logging.getLogger("vaultd.vault")
 
 LOG_MAX = 100_000
 """Change records kept for `changes --since`."""
+
+GRAPH_SAVE_EVERY = 30.0
+"""Seconds at least between two saves of a changed link graph while vaultd runs (at 100,000
+notes a save takes about a second of a background thread); it is saved at shutdown too."""
 
 Progress = Callable[[int, int], None]
 """progress(done, total): injected by the caller; the library never prints."""
@@ -78,8 +84,60 @@ class Ingest:
                     raise Stopped("before the link graph was built") from None
                 _release_freed_memory()
                 self._graph_ready.set()
+                self._graph_save_at = 0.0  # saved at once (see save_graph_soon): a build is what a save spares
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
         return result
+
+    def _load_graph(self) -> Graph | None:
+        """The link graph and note table saved beside the index, when the file is of this
+        vault and of the index as last committed, and reads whole; else None (see graph_file)."""
+        try:
+            stamp = graph_file.stamp_of(self.root, self.index)
+        except (OSError, ValueError, LookupError) as e:
+            logger.warning("index commit unknown (%s): the link graph is built anew", e)
+            return None
+        g = graph_file.load(self.graph_path, stamp, terms)
+        if g is not None:
+            _release_freed_memory()
+        return g
+
+    def save_graph_soon(self) -> None:
+        """Called by the indexer twice a second: when the link graph changed since it was
+        saved, save it in a background thread (at most once every GRAPH_SAVE_EVERY seconds),
+        so a restart after a crash loads it too."""
+        if self.graph is None or self._graph_saved == self.generation or time.monotonic() < self._graph_save_at:
+            return
+        if self._graph_saver is not None and self._graph_saver.is_alive():
+            return
+        self._graph_save_at = time.monotonic() + GRAPH_SAVE_EVERY
+        self._graph_saver = threading.Thread(target=self.save_graph, name="graph saver", daemon=True)
+        self._graph_saver.start()
+
+    def save_graph(self) -> bool:
+        """Save the link graph and the note table beside the index, stamped with its last
+        commit, when they changed since last saved. Holds the indexer back only while the
+        graph's tables are copied (milliseconds); whether it saved."""
+        with self._graph_save_lock:  # one save at a time, each of a later commit than the last
+            with self._apply_lock:  # no commit between the snapshot and the stamp
+                if self.graph is None or self._graph_saved == self.generation:
+                    return False
+                snap, generation = self.graph.snapshot(), self.generation
+                try:
+                    stamp = graph_file.stamp_of(self.root, self.index)
+                except (OSError, ValueError, LookupError) as e:
+                    logger.warning("link graph not saved: index commit unknown (%s)", e)
+                    return False
+            t = time.perf_counter()
+            try:
+                size = graph_file.save(self.graph_path, stamp, snap)
+            except Exception as e:  # a full disk, a bug: the next start builds the graph, as before
+                logger.warning("link graph not saved to %s (%s: %s): the next start builds it anew", self.graph_path,
+                               type(e).__name__, e)
+                return False
+            self._graph_saved = generation
+            logger.info("link graph saved: %d notes, %.1f MB in %.2f s", len(snap.notes), size / 2**20,
+                        time.perf_counter() - t)
+            return True
 
     def apply(self, paths: Iterable[str], progress: Progress | None = None, reread: bool = False) -> tuple[int, int]:
         """Re-read every dirty path (a file, or a folder when it ends in '/') and commit the

@@ -1,0 +1,279 @@
+"""The link graph and note table saved beside the index: a restart loads them instead of
+resolving every link again, and what it loads equals a graph built fresh; a file that is
+damaged, of another format, vault or index, or of an older commit is rebuilt, never used."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import stat
+import struct
+
+import msgspec
+import pytest
+
+from vaultd.config import Config
+from vaultd.store import graph_file
+from vaultd.vault import Vault
+
+from conftest import Daemon, wait_for
+
+@pytest.fixture(autouse=True)
+def info_logged(caplog):
+    caplog.set_level(logging.INFO, logger="vaultd")
+
+
+EXTRA = {
+    # anchors, blocks, aliases, labels (anchor text), a denote link, broken ones, a name two notes share
+    "hub.md": "---\naliases: [Centre]\n---\n# Hub\nSee [[Deep work#Rules|the rules of deep work]], [[alpha#Two]], "
+              "[[alpha#^blk]], [[beta|beta notes]], [[nowhere]], [[dup]], [[gamma#Gone]] and "
+              "[[denote:20251016T080208]] and [a](notes/Deep%20work.md) and https://example.com\n",
+    "alpha.md": "# One\ntext\n## Two\npara ^blk\n[[hub]] [[Centre|centre of it]]\n",
+    "beta.md": "# Beta\n[[alpha#One|first part]] [[hub#Hub]]\n",
+    "gamma.md": "# Gone\n# Stays\n[[beta]]\n",
+    "x/dup.md": "# dup x\n",
+    "y/dup.md": "# dup y\n[[dup]] [[../hub]] [[x/dup]]\n",
+}
+
+
+def _vault(vault) -> None:
+    for p, text in EXTRA.items():
+        (vault / p).parent.mkdir(parents=True, exist_ok=True)
+        (vault / p).write_text(text)
+
+
+def _edit_while_stopped(vault) -> None:
+    """An edit (a heading gone: links into it break), a delete, a rename, a note added that
+    takes a name others link to."""
+    (vault / "gamma.md").write_text("# Stays\n[[beta]] [[hub|hub again]]\n")
+    os.unlink(vault / "x" / "dup.md")
+    os.rename(vault / "beta.md", vault / "y" / "beta.md")
+    (vault / "nowhere.md").write_text("# Now here\n[[alpha#Two]]\n")
+
+
+def _picture(g) -> dict:
+    """Everything a graph answers from: every link (as written, where it leads, why broken),
+    backlinks, anchor text, the lookup tables, what each note's links depend on, counts."""
+    enc = msgspec.msgpack.encode
+    return {
+        "notes": {p: enc(n) for p, n in g.notes.items()},
+        "links": {p: [(r.link.raw, r.link.line, r.link.col, r.link.label, r.target, r.line, r.broken,
+                       tuple(r.candidates)) for r in g.links(p)] for p in g.notes},
+        "back": g.back,
+        "backlinks": {p: [(s, r.link.raw, r.line) for s, r in g.backlinks(p)] for p in g.notes},
+        "broken": [(s, r.link.raw, r.broken) for s, r in g.broken()],
+        "anchor_text": {t: dict(c) for t, c in g._anchor_text.items() if c},
+        "src_anchor": {p: sorted(zip(a[::2], a[1::2])) for p, a in g._src_anchor.items()},
+        "deps": {p: sorted(d) for p, d in g._src_deps.items()},
+        "tables": [{k: sorted(v) for k, v in getattr(g, t).items() if v}
+                   for t in ("_by_stem", "_by_alias", "_by_id", "_by_uuid")] + [dict(g._by_path)],
+        "count": g.count(),
+    }
+
+
+def _config(vault, state) -> Config:
+    return Config(vault=str(vault), state_dir=str(state))
+
+
+def _fresh(vault, state, tmp_path, name="fresh"):
+    """A graph built from scratch: the same index, without the saved graph."""
+    other = tmp_path / name
+    shutil.copytree(state, other, ignore=shutil.ignore_patterns("graph.msgpack", ".vaultd.lock"))
+    v = Vault(_config(vault, other))
+    assert v.graph is None
+    try:
+        v.reconcile()
+        return _picture(v.graph)
+    finally:
+        v.index.close()
+        v._writer.release()
+
+
+def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_stopped(vault, tmp_path, caplog):
+    _vault(vault)
+    state = tmp_path / "s"
+    v = Vault(_config(vault, state))
+    assert v.graph is None  # nothing saved yet
+    v.reconcile()
+    built = _picture(v.graph)
+    assert built["count"][1] >= 3 and built["anchor_text"]  # broken links and anchor text to carry over
+    v.close()
+    path = state / graph_file.FILE_NAME
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    v = Vault(_config(vault, state))
+    assert v.graph is not None and v._graph_ready.is_set(), "loaded before the first reconcile"
+    assert _picture(v.graph) == built
+    assert v.reconcile() == (0, 0)
+    v.close()
+
+    _edit_while_stopped(vault)
+    caplog.clear()
+    v = Vault(_config(vault, state))
+    assert v.graph is not None
+    assert "loaded from graph.msgpack" in caplog.text
+    assert v.reconcile() == (3, 2)  # gamma, nowhere, y/beta; x/dup.md, beta.md
+    after = _picture(v.graph)
+    v.close()
+    fresh = _fresh(vault, state, tmp_path)
+    assert after == fresh
+    assert after != built
+    assert ("hub.md", "[[gamma#Gone]]", "no such heading") in after["broken"]
+    assert after["links"]["hub.md"][1][4] == "alpha.md"
+
+    # and what was saved at shutdown, after those changes, loads as that graph too
+    v = Vault(_config(vault, state))
+    assert v.graph is not None and _picture(v.graph) == fresh
+    v.close()
+
+
+def _saved(vault, tmp_path, state_name="s"):
+    _vault(vault)
+    state = tmp_path / state_name
+    v = Vault(_config(vault, state))
+    v.reconcile()
+    want = _picture(v.graph)
+    v.close()
+    return state, want
+
+
+def _old_format(data: bytes) -> bytes:
+    (n,) = struct.unpack("<I", data[-4:])
+    t = msgspec.msgpack.decode(data[-4 - n:-4])
+    t[0][0] = graph_file.FORMAT - 1
+    trailer = msgspec.msgpack.encode(t)
+    return data[:-4 - n] + trailer + struct.pack("<I", len(trailer))
+
+
+DAMAGE = {
+    "garbage": (lambda d: os.urandom(len(d)), "is not a saved graph"),
+    "empty": (lambda d: b"", "is not a saved graph"),
+    "truncated": (lambda d: d[: len(d) // 2], "cut short"),
+    "trailer cut": (lambda d: d[:-3], "cut short"),
+    "a byte changed": (lambda d: d[:100] + bytes([d[100] ^ 1]) + d[101:], "checksum"),
+    "old format": (_old_format, f"is of format {graph_file.FORMAT - 1}"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_or_old_graph_file_is_rebuilt_with_a_log_line(vault, tmp_path, caplog, damage):
+    state, want = _saved(vault, tmp_path)
+    path = state / graph_file.FILE_NAME
+    spoil, why = DAMAGE[damage]
+    path.write_bytes(spoil(path.read_bytes()))
+    caplog.clear()
+    v = Vault(_config(vault, state))
+    assert v.graph is None
+    assert why in caplog.text and "building it anew" in caplog.text
+    v.reconcile()
+    assert _picture(v.graph) == want
+    v.close()
+    v = Vault(_config(vault, state))  # and saved whole again
+    assert v.graph is not None and _picture(v.graph) == want
+    v.close()
+
+
+def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, caplog):
+    state, want = _saved(vault, tmp_path)
+    path = state / graph_file.FILE_NAME
+    saved = path.read_bytes()
+
+    # another vault's file (its own index, at the same commit number)
+    other = tmp_path / "other"
+    shutil.copytree(vault, other)
+    (other / "hub.md").write_text("# elsewhere\n[[alpha]]\n")
+    ostate, _ = _saved(other, tmp_path, "os")
+    (ostate / graph_file.FILE_NAME).write_bytes(saved)
+    caplog.clear()
+    v = Vault(_config(other, ostate))
+    assert v.graph is None and "for another vault" in caplog.text
+    v.close()
+
+    # this vault's file, beside an index rebuilt since (a new instance, its commits counted anew)
+    shutil.rmtree(state / "index")
+    v = Vault(_config(vault, state))
+    v.reconcile(graph=False)
+    v.index.close()
+    v._writer.release()
+    path.write_bytes(saved)
+    caplog.clear()
+    v = Vault(_config(vault, state))
+    assert v.graph is None and "from another index" in caplog.text
+    v.reconcile()
+    assert _picture(v.graph) == want
+    v.close()
+
+    # a commit the file has not seen (a crash before it was saved again)
+    saved = path.read_bytes()
+    v = Vault(_config(vault, state))
+    assert v.graph is not None
+    (vault / "alpha.md").write_text("# One\n[[beta]]\n")
+    v.reconcile()
+    v.index.close()  # gone without a word: no save at shutdown
+    v._writer.release()
+    assert path.read_bytes() == saved
+    caplog.clear()
+    v = Vault(_config(vault, state))
+    assert v.graph is None and "was saved at index commit" in caplog.text
+    v.reconcile()
+    assert _picture(v.graph) == _fresh(vault, state, tmp_path)
+    v.close()
+
+
+def _answers(d: Daemon, paths: list[str]) -> dict:
+    return {
+        "links": {p: d.request("links", note=p)["links"] for p in paths},
+        "backlinks": {p: d.request("backlinks", note=p)["backlinks"] for p in paths},
+        "broken": d.request("broken"),
+        "status": {k: d.status()[k] for k in ("links", "broken", "notes", "graph")},
+        "search": d.search_paths("centre"),  # anchor text: only a label says it
+    }
+
+
+def test_the_daemon_restarts_with_its_saved_graph_and_answers_as_a_fresh_build(make_daemon, vault, tmp_path):
+    _vault(vault)
+    d = make_daemon()
+    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    assert d.stop() == 0
+    assert "link graph saved" in d.output() or (tmp_path / "state" / graph_file.FILE_NAME).exists()
+    _edit_while_stopped(vault)
+    d = make_daemon(extra=["--log-level", "info"], start=False)
+    d.start(wait=False)
+    wait_for(lambda: d.proc.poll() is not None or d._ready(), 20, 0.05)
+    assert d.status()["graph"] == "ready"
+    paths = [p for p in (h["path"] for h in d.request("list")["notes"])]
+    assert len(paths) >= 9
+    loaded = _answers(d, paths)
+    assert d.stop() == 0
+    assert "loaded from graph.msgpack" in d.output()
+    assert "links resolved in" not in d.output()
+
+    os.unlink(tmp_path / "state" / graph_file.FILE_NAME)
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    fresh = _answers(d, paths)
+    assert d.stop() == 0
+    assert "links resolved in" in d.output()
+    assert loaded == fresh
+    assert loaded["status"]["broken"] >= 2 and "hub.md" in loaded["search"]
+
+
+def test_the_daemon_does_not_die_of_a_damaged_graph_file(make_daemon, vault, tmp_path):
+    _vault(vault)
+    d = make_daemon()
+    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    want = d.request("backlinks", note="alpha")
+    d.stop(signal.SIGINT)
+    path = tmp_path / "state" / graph_file.FILE_NAME
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    assert d.request("backlinks", note="alpha") == want
+    assert d.stop() == 0
+    out = d.output()
+    assert "saved link graph" in out and "cut short" in out and "building it anew" in out
+    assert "link graph saved" in out
+    assert path.read_bytes() != data[: len(data) // 3]
