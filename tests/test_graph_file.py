@@ -82,7 +82,7 @@ def _fresh(vault, state, tmp_path, name="fresh"):
     other = tmp_path / name
     shutil.copytree(state, other, ignore=shutil.ignore_patterns("graph.msgpack", ".vaultd.lock"))
     v = Vault(_config(vault, other))
-    assert v.graph is None
+    assert v._saved_graph is None
     try:
         v.reconcile()
         return _picture(v.graph)
@@ -95,7 +95,7 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
     _vault(vault)
     state = tmp_path / "s"
     v = Vault(_config(vault, state))
-    assert v.graph is None  # nothing saved yet
+    assert v._saved_graph is None  # nothing saved yet
     v.reconcile()
     built = _picture(v.graph)
     assert built["count"][1] >= 3 and built["anchor_text"]  # broken links and anchor text to carry over
@@ -103,18 +103,20 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
     path = state / graph_file.FILE_NAME
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
+    caplog.clear()
     v = Vault(_config(vault, state))
-    assert v.graph is not None and v._graph_ready.is_set(), "loaded before the first reconcile"
-    assert _picture(v.graph) == built
+    assert v._saved_graph is not None and v.notes is v._saved_graph.notes, "the notes loaded from it"
     assert v.reconcile() == (0, 0)
+    assert "links resolved" not in caplog.text
+    assert _picture(v.graph) == built
     v.close()
 
     _edit_while_stopped(vault)
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v.graph is not None
-    assert "loaded from graph.msgpack" in caplog.text
-    assert v.reconcile() == (3, 2)  # gamma, nowhere, y/beta; x/dup.md, beta.md
+    assert v._saved_graph is not None
+    assert v.reconcile() == (3, 2)
+    assert "loaded from graph.msgpack" in caplog.text and "links resolved" not in caplog.text  # gamma, nowhere, y/beta; x/dup.md, beta.md
     after = _picture(v.graph)
     v.close()
     fresh = _fresh(vault, state, tmp_path)
@@ -125,7 +127,8 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
 
     # and what was saved at shutdown, after those changes, loads as that graph too
     v = Vault(_config(vault, state))
-    assert v.graph is not None and _picture(v.graph) == fresh
+    v.reconcile()
+    assert _picture(v.graph) == fresh
     v.close()
 
 
@@ -165,13 +168,15 @@ def test_a_damaged_or_old_graph_file_is_rebuilt_with_a_log_line(vault, tmp_path,
     path.write_bytes(spoil(path.read_bytes()))
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v.graph is None
+    assert v._saved_graph is None
     assert why in caplog.text and "building it anew" in caplog.text
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
     v = Vault(_config(vault, state))  # and saved whole again
-    assert v.graph is not None and _picture(v.graph) == want
+    assert v._saved_graph is not None
+    v.reconcile()
+    assert _picture(v.graph) == want
     v.close()
 
 
@@ -188,7 +193,7 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     (ostate / graph_file.FILE_NAME).write_bytes(saved)
     caplog.clear()
     v = Vault(_config(other, ostate))
-    assert v.graph is None and "for another vault" in caplog.text
+    assert v._saved_graph is None and "for another vault" in caplog.text
     v.close()
 
     # this vault's file, beside an index rebuilt since (a new instance, its commits counted anew)
@@ -200,7 +205,7 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     path.write_bytes(saved)
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v.graph is None and "from another index" in caplog.text
+    assert v._saved_graph is None and "from another index" in caplog.text
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
@@ -208,7 +213,7 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     # a commit the file has not seen (a crash before it was saved again)
     saved = path.read_bytes()
     v = Vault(_config(vault, state))
-    assert v.graph is not None
+    assert v._saved_graph is not None
     (vault / "alpha.md").write_text("# One\n[[beta]]\n")
     v.reconcile()
     v.index.close()  # gone without a word: no save at shutdown
@@ -216,7 +221,7 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     assert path.read_bytes() == saved
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v.graph is None and "was saved at index commit" in caplog.text
+    assert v._saved_graph is None and "was saved at index commit" in caplog.text
     v.reconcile()
     assert _picture(v.graph) == _fresh(vault, state, tmp_path)
     v.close()
@@ -277,3 +282,13 @@ def test_the_daemon_does_not_die_of_a_damaged_graph_file(make_daemon, vault, tmp
     assert "saved link graph" in out and "cut short" in out and "building it anew" in out
     assert "link graph saved" in out
     assert path.read_bytes() != data[: len(data) // 3]
+
+
+def test_restore_of_a_snapshot_equals_the_graph():
+    """Graph.restore works out backlinks and anchor text itself when a snapshot has none."""
+    from vaultd.parse import parse_file
+    from vaultd.query.ranking import terms
+    from vaultd.store.graph import Graph
+
+    g = Graph({p: parse_file(p, t.encode()) for p, t in EXTRA.items()}, terms)
+    assert _picture(Graph.restore(g.snapshot(), terms)) == _picture(g)

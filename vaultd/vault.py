@@ -43,12 +43,14 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
         self.graph_path = self.state_dir / graph_file.FILE_NAME
-        self.graph: Graph | None = self._load_graph()
-        """Loaded with the note table from where it was saved beside the index, when that
-        file is of this index's last commit; else built after the first reconcile (seconds on
-        a big vault; search does not wait for it)."""
+        self._saved_graph = self._load_graph()
+        """The graph and note table saved beside the index, when that file is of this index's
+        last commit: its notes are the table, its graph is read before the first reconcile."""
+        self.graph: Graph | None = None
+        """Read from where it was saved (see above), else built after the first reconcile
+        (seconds on a big vault; search does not wait for it)."""
         self._graph_ready = threading.Event()
-        self.notes: dict[str, Note] = self.graph.notes if self.graph is not None else self.index.load_notes()
+        self.notes: dict[str, Note] = self._saved_graph.notes if self._saved_graph else self.index.load_notes()
         """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
         self._by_key = {path_key(p): n for p, n in self.notes.items()}
         """The same notes by their index key; replaced with `notes`."""
@@ -86,9 +88,6 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._stale: set[str] = set()
         """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
         self.generation = self.state.state.generation + 1
-        if self.graph is not None:
-            self._graph_saved = self.generation
-            self._graph_ready.set()
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
         self._log_start = self.generation

@@ -63,6 +63,8 @@ class Ingest:
         """Bring the index in line with the vault by a stat scan, then build the link graph
         if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
         self.progress = (0, None)
+        if graph and self._saved_graph is not None:
+            self._read_saved_graph()
         on_disk = dict(self.accept.walk(self.root))
         if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
             raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
@@ -88,7 +90,7 @@ class Ingest:
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
         return result
 
-    def _load_graph(self) -> Graph | None:
+    def _load_graph(self) -> graph_file.Saved | None:
         """The link graph and note table saved beside the index, when the file is of this
         vault and of the index as last committed, and reads whole; else None (see graph_file)."""
         try:
@@ -96,10 +98,20 @@ class Ingest:
         except (OSError, ValueError, LookupError) as e:
             logger.warning("index commit unknown (%s): the link graph is built anew", e)
             return None
-        g = graph_file.load(self.graph_path, stamp, terms)
-        if g is not None:
+        return graph_file.load(self.graph_path, stamp)
+
+    def _read_saved_graph(self) -> None:
+        """The saved graph read, before any commit: it is of the notes as loaded."""
+        with self._apply_lock:
+            saved, self._saved_graph = self._saved_graph, None
+            if saved is None or self.graph is not None or self.notes is not saved.notes:
+                return
+            self.graph = saved.graph(terms)
+            del saved
             _release_freed_memory()
-        return g
+            if self.graph is not None:
+                self._graph_saved = self.generation
+                self._graph_ready.set()
 
     def save_graph_soon(self) -> None:
         """Called by the indexer twice a second: when the link graph changed since it was

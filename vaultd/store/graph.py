@@ -186,8 +186,11 @@ class Snapshot(NamedTuple):
     """The lookup keys each note's links depend on."""
     anchor: dict[str, tuple[str, ...]]
     """Each note's anchor terms and their targets: (term, target, term, target, ...)."""
-    anchor_text: dict[str, dict[str, int]]
-    """term -> target -> the labels of links to it that use the term."""
+    anchor_text: dict[str, dict[str, int]] | None = None
+    """term -> target -> the labels of links to it that use the term (worked out from
+    `anchor` when None)."""
+    back: dict[str, set[str]] | None = None
+    """target -> the notes linking to it (worked out from `out` when None)."""
 
 
 class Graph:
@@ -224,36 +227,41 @@ class Graph:
             self.update(notes, notes.keys(), (), stop)
 
     def snapshot(self) -> Snapshot:
-        """The graph as it is now, to save (graph_file.py): copies of its tables, taken in
-        tens of milliseconds; their values are never changed in place, only replaced."""
+        """The graph as it is now, to save (graph_file.py): shallow copies of the tables the
+        rest is worked out from, taken in milliseconds (their values are never changed in
+        place, only replaced); backlinks and anchor text are left to the saver to work out."""
         with self._lock:
-            return Snapshot(self.notes, dict(self._out), dict(self._src_deps), dict(self._src_anchor),
-                            {t: dict(c) for t, c in self._anchor_text.items() if c})
+            return Snapshot(self.notes, dict(self._out), dict(self._src_deps), dict(self._src_anchor))
 
     @classmethod
-    def restore(cls, snap: Snapshot, terms: Callable[[str], list[str]] | None = None,
-                plain: Iterable[Dest] = ()) -> "Graph":
-        """The graph a snapshot was taken of, without resolving a link: the lookup tables,
-        backlinks and counts are worked out from it. `plain`: destinations of the snapshot
-        that links share (see _shared)."""
+    def restore(cls, snap: Snapshot, terms: Callable[[str], list[str]] | None = None, plain: Iterable[Dest] = (),
+                counts: tuple[int, int] | None = None) -> "Graph":
+        """The graph a snapshot was taken of, without resolving a link: the lookup tables are
+        worked out from its notes. `plain`: destinations of the snapshot that links share
+        (see _shared); `counts`: its (links, broken links), when known."""
         g = cls(terms=terms)
         g.notes = snap.notes
         for n in snap.notes.values():
             g._index(n)
         g._out, g._src_deps, g._src_anchor = snap.out, snap.deps, snap.anchor
-        back = g._back
-        n_links = n_broken = 0
-        broken = operator.attrgetter("broken")
-        for src, dests in snap.out.items():  # at C speed: a big vault has 600,000 links
-            n_links += len(dests)
-            n_broken += len(dests) - list(map(broken, dests)).count(None)
-            for t in set(map(_TARGET, dests)):
-                if t is not None and t != src:
-                    back[t].add(src)
-        g._n_links, g._n_broken = n_links, n_broken
+        if snap.back is not None:
+            g._back.update(snap.back)
+        else:
+            for src, dests in snap.out.items():
+                for t in set(map(_TARGET, dests)):
+                    if t is not None and t != src:
+                        g._back[t].add(src)
+        if counts is None:
+            counts = (sum(map(len, snap.out.values())), sum(1 for ds in snap.out.values() for d in ds if d.broken))
+        g._n_links, g._n_broken = counts
         g._plain.update((d.target, d) for d in plain)
         if terms is not None:
-            g._anchor_text.update((t, Counter(c)) for t, c in snap.anchor_text.items())
+            if snap.anchor_text is not None:
+                g._anchor_text.update((t, Counter(c)) for t, c in snap.anchor_text.items())
+            else:
+                for pairs in snap.anchor.values():
+                    for t, target in zip(pairs[::2], pairs[1::2]):
+                        g._anchor_text[t][target] += 1
         return g
 
     def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
