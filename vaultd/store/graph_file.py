@@ -142,7 +142,7 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
     pos = {p: i for i, p in enumerate(notes)}
     back: list[list[int]] = [[] for _ in notes]
     if snap.back is None:
-        for i, (src, dests) in enumerate(snap.out.items()):
+        for src, dests in snap.out.items():
             for t in set(map(_TARGET, dests)):
                 if t is not None and t != src:
                     back[pos[t]].append(pos[src])
