@@ -63,8 +63,6 @@ class Ingest:
         """Bring the index in line with the vault by a stat scan, then build the link graph
         if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
         self.progress = (0, None)
-        if graph and self._saved_graph is not None:
-            self._read_saved_graph()
         on_disk = dict(self.accept.walk(self.root))
         if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
             raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
@@ -77,6 +75,8 @@ class Ingest:
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
         result = self.apply(changed + gone, progress=progress)
         self.reconciled = True
+        if graph and self.graph is None and self._saved_graph is not None and not self.stopping.is_set():
+            self._read_saved_graph()
         if graph and self.graph is None and not self.stopping.is_set():
             with self._apply_lock:
                 t = time.perf_counter()
@@ -101,17 +101,28 @@ class Ingest:
         return graph_file.load(self.graph_path, stamp)
 
     def _read_saved_graph(self) -> None:
-        """The saved graph read, before any commit: it is of the notes as loaded."""
+        """The saved graph read, and brought up to date with the notes that changed since
+        it was saved (by the first reconcile: files changed while vaultd was stopped)."""
         with self._apply_lock:
             saved, self._saved_graph = self._saved_graph, None
-            if saved is None or self.graph is not None or self.notes is not saved.notes:
+            if saved is None or self.graph is not None:
                 return
-            self.graph = saved.graph(terms)
+            g = saved.graph(terms)
+            if g is None:
+                return
+            before, now = saved.notes, self.notes
             del saved
+            if now is not before:
+                changed = [p for p, n in now.items() if before.get(p) is not n]
+                removed = [p for p in before if p not in now]
+                g.update(now, changed, removed)
+                logger.info("link graph: %d notes changed and %d deleted since it was saved", len(changed),
+                            len(removed))
+            else:
+                self._graph_saved = self.generation  # as saved
+            self.graph = g
             _release_freed_memory()
-            if self.graph is not None:
-                self._graph_saved = self.generation
-                self._graph_ready.set()
+            self._graph_ready.set()
 
     def save_graph_soon(self) -> None:
         """Called by the indexer twice a second: when the link graph changed since it was
