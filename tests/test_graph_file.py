@@ -166,10 +166,12 @@ def test_a_damaged_or_old_graph_file_is_rebuilt_with_a_log_line(vault, tmp_path,
     path = state / graph_file.FILE_NAME
     spoil, why = DAMAGE[damage]
     path.write_bytes(spoil(path.read_bytes()))
+    (state / f".{graph_file.FILE_NAME}.1.tmp").write_bytes(b"half a save")  # the daemon killed while saving
     caplog.clear()
     v = Vault(_config(vault, state))
     assert v._saved_graph is None
     assert why in caplog.text and "building it anew" in caplog.text
+    assert not list(state.glob("*.tmp"))
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()

@@ -263,6 +263,8 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
     table decoded, its graph when asked), else None and a log line saying why (none when
     there is no file)."""
     t = time.perf_counter()
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):  # a save cut short (killed at shutdown): never used
+        tmp.unlink(missing_ok=True)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
