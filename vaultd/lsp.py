@@ -396,12 +396,19 @@ def uri_path(uri: str) -> str | None:
 # -- the features ------------------------------------------------------------------------
 
 
-def definition(ls: VaultServer, params: t.DefinitionParams):
+def _cursor(ls: VaultServer, params) -> tuple[Buffer, int, int] | None:
+    """The buffer a position request is about, the line and the character (not LSP units)."""
     buf = ls.buffer(params.text_document.uri)
     if buf is None:
         return None
     line = params.position.line
-    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    return buf, line, to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+
+
+def definition(ls: VaultServer, params: t.DefinitionParams):
+    if (cur := _cursor(ls, params)) is None:
+        return None
+    buf, line, char = cur
     link = buf.link_at(line, char)
     if link is None or link.kind == "url":
         return None
@@ -429,11 +436,9 @@ def _dest(ls: VaultServer, buf: Buffer, link: Link) -> Dest | None:
 
 
 def references(ls: VaultServer, params: t.ReferenceParams):
-    buf = ls.buffer(params.text_document.uri)
-    if buf is None:
+    if (cur := _cursor(ls, params)) is None:
         return None
-    line = params.position.line
-    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    buf, line, char = cur
     note, at = buf.path, None
     link = buf.link_at(line, char)
     if link is not None and link.kind != "url":
@@ -502,11 +507,9 @@ def diagnostics(ls: VaultServer, uri: str) -> None:
 
 
 def hover(ls: VaultServer, params: t.HoverParams):
-    buf = ls.buffer(params.text_document.uri)
-    if buf is None:
+    if (cur := _cursor(ls, params)) is None:
         return None
-    line = params.position.line
-    char = to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
+    buf, line, char = cur
     link = buf.link_at(line, char)
     if link is None or link.kind == "url":
         return None

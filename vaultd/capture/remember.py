@@ -30,6 +30,7 @@ from ..config import real_capture_folder
 from ..errors import CaptureOff, ConfigError, QueryError, StillIndexing
 from ..note import headings_of
 from ..parse import parse_lines
+from ..query.context import section
 from ..paths import read_head
 from ..split import splitter as split
 from ..store.state import changed_ns
@@ -171,12 +172,12 @@ def _sections(note, lines: list[str]) -> list[tuple[int, int, str | None]]:
     """The note's sections: (first line, last line, heading) from each heading to the line
     before the next (of any level), and the text before the first heading."""
     heads = sorted(headings_of(note), key=lambda h: h.line)
-    starts = [(1, None)] + [(h.line, h.text) for h in heads]
+    starts = [(h.line, h.text) for h in heads]
+    if not heads or heads[0].line > 1:
+        starts.insert(0, (1, None))
     out = []
-    for i, (first, heading) in enumerate(starts):
-        last = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
-        while last > first and not lines[last - 1].strip():
-            last -= 1
-        if last >= first and any(x.strip() for x in lines[first - 1 : last]):
+    for start, heading in starts:
+        first, last = section(lines, heads, start, 1)
+        if any(x.strip() for x in lines[first - 1 : last]):
             out.append((first, last, heading))
     return out

@@ -36,6 +36,7 @@ import msgspec
 from .. import __version__
 from ..note import StoredNote, compact
 from .graph import NOWHERE, Dest, Graph, Snapshot
+from .state import fsync_dir
 
 logger = logging.getLogger("vaultd.graph")
 
@@ -224,11 +225,7 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(path.parent)
     return written
 
 

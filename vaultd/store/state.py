@@ -84,12 +84,17 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None, new: bool = F
     else:
         os.replace(tmp, path)
     st = os.stat(path)
-    fd = os.open(path.parent, os.O_RDONLY)
+    fsync_dir(path.parent)
+    return st
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or link in `folder` durable."""
+    fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-    return st
 
 
 class StateStore:
