@@ -27,7 +27,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from . import __version__, ops
-from .errors import QueryError
+from .errors import QueryError, UnknownVault
 from .paths import show_paths, shown
 from .protocol import Decoder, Request
 
@@ -75,6 +75,9 @@ class Search(Request, tag="search"):
     snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
                                                   "generation and nothing is pending") = None
+    all_vaults: _described(bool, "Search every vault the daemon serves (config `vaults`): one list, each hit "
+                                 "with its `vault`. What a search that names no `vault` does anyway; given, "
+                                 "a `vault` too is refused") = False
 
     def query(self) -> str:
         """`q` with the filters given as fields written into it, as the query language has them."""
@@ -254,9 +257,14 @@ class StatusReply(Reply):
     pending: int
     last_error: str | None
     watch: dict
+    name: str
+    vaults: list[dict]
 
 
 class SearchReply(Reply):
+    """With `all_vaults`: `vault` is the first vault's, `generation` its generation, and
+    `vaults` says each vault's (name, path, total, generation); each hit has its `vault`."""
+
     query: str
     vault: str
     total: int
@@ -265,6 +273,7 @@ class SearchReply(Reply):
     generation: int
     hits: list[dict]
     caught_up: bool | UnsetType = UNSET
+    vaults: list[dict] | UnsetType = UNSET
 
 
 class GrepReply(Reply):
@@ -445,24 +454,31 @@ class Operations:
     """One method per operation, each taking its request and giving its answer. Built by the
     server over the vault and the indexer; `answer` is what the socket calls."""
 
-    def __init__(self, vault: Vault, indexer: Indexer, socket: str):
+    def __init__(self, vault: Vault, indexer: Indexer, socket: str, name: str = "", every: Vaults | None = None):
         self.vault = vault
         self.indexer = indexer
         self.socket = socket
+        self.name = name or vault.root.name
+        """The vault's name in requests and answers (see paths.vault_labels)."""
+        self.every = every
+        """All the daemon's vaults (status lists them); None: this one alone."""
 
     def answer(self, req: Request) -> Reply:
-        """The operation's answer as its reply type, its note paths as the request asks
-        (`paths`), and while the first index is being built, saying so (`indexing`, `progress`).
-        Raises QueryError for a request it cannot answer."""
+        """The operation's answer as its reply type (see `result`). Raises QueryError for a
+        request it cannot answer."""
+        return msgspec.convert(self.result(req), TABLE[req.__struct_config__.tag].reply)
+
+    def result(self, req: Request) -> dict:
+        """The operation's answer, its note paths as the request asks (`paths`), and while the
+        first index is being built, saying so (`indexing`, `progress`)."""
         v = self.vault
-        op = TABLE[req.__struct_config__.tag]
-        res = op.method(self, req)
+        res = TABLE[req.__struct_config__.tag].method(self, req)
         show = shown(v._root, req.paths)
         if show is not None and not isinstance(req, Context):  # context shows its own (it counts them)
             res = show_paths(res, show)
         if v.indexing:
             res = {**res, "indexing": True, "progress": v.indexing_progress()}
-        return msgspec.convert(res, op.reply)
+        return res
 
     def _waited(self, generation: int | None, answer) -> dict:
         """`answer()` after waiting for `generation`; with `caught_up` when one was asked for
@@ -487,7 +503,16 @@ class Operations:
             "pending": self.indexer.pending,
             "last_error": self.indexer.last_error,
             "watch": self.indexer.watcher.health(),
+            "name": self.name,
+            "vaults": [o.summary() for o in (self.every.served if self.every else (self,))],
         }
+
+    def summary(self) -> dict:
+        """This vault in a line of `status`: name, folder, notes, pending, generation, whether
+        its first index is being built."""
+        v = self.vault
+        return {"name": self.name, "path": str(v.root), "notes": len(v.notes), "pending": self.indexer.pending,
+                "generation": v.generation, "indexing": v.indexing}
 
     @replies(SearchReply)
     def search(self, req: Search) -> dict:
@@ -620,6 +645,77 @@ class Operations:
         the user set `[capture] folder`; the user undoes an entry with `vaultq split --undo OP`. The entry is
         searchable when the answer comes."""
         return self.vault.remember(req.text, req.tags, req.source, req.session, req.force)
+
+
+# -- several vaults: which one a request is for ------------------------------------------
+
+
+class Vaults:
+    """The vaults one daemon serves (config `vaults`), each with its Operations, and which
+    one each request is for: any operation takes the envelope's `vault`, so none of them
+    needs to know of the others. A `search` that names no vault asks each and merges."""
+
+    def __init__(self, served: list[Operations]):
+        self.served = served
+        for o in served:
+            o.every = self
+
+    def answer(self, req: Request) -> Reply:
+        """The request answered by the vault it is for (see `pick`); a search that names no
+        vault, by every vault."""
+        if isinstance(req, Search):
+            if req.all_vaults and req.vault is not None:
+                raise QueryError("give `vault` or `all_vaults`, not both")
+            if req.vault is None and len(self.served) > 1:
+                return msgspec.convert(self._search_all(req), SearchReply)
+        return self.pick(req).answer(req)
+
+    def pick(self, req: Request) -> Operations:
+        """The vault named by `vault` (its name or folder); else the one that holds the note
+        the request names by an absolute path (`note`, `from`: an editor's buffer); else the
+        first. A name that is none of them: QueryError `unknown_vault`, listing them."""
+        if req.vault is not None:
+            want = req.vault.rstrip("/") or "/"
+            real = os.path.realpath(os.path.expanduser(want)) if "/" in want or want.startswith("~") else None
+            for o in self.served:
+                if want == o.name or real == o.vault._root:
+                    return o
+            raise UnknownVault(req.vault, [(o.name, o.vault._root) for o in self.served])
+        if len(self.served) > 1:
+            for field in ("note", "from_"):
+                val = getattr(req, field, None)
+                if isinstance(val, str) and os.path.isabs(val):
+                    real = os.path.realpath(val)
+                    for o in self.served:
+                        if real == o.vault._root or real.startswith(o.vault._root + os.sep):
+                            return o
+        return self.served[0]
+
+    def _search_all(self, req: Search) -> dict:
+        """Every vault's best `limit` hits, merged by score into one list of `limit`.
+
+        The scores compare: every vault's index has the same fields, boosts and blend
+        (recency, tier, anchors), and BM25 scores each term by its rarity among that vault's
+        own notes and each note's length against that vault's average, so a score says how
+        well a note answers the query within its own vault, on one scale. Reciprocal-rank
+        fusion would put each vault's first hit level however weak; bench/vaults.py measures
+        both against one index of all the notes."""
+        one = msgspec.structs.replace(req, all_vaults=False, after_generation=None)
+        answers = [(o, o.result(one)) for o in self.served]
+        hits = [{**h, "vault": o.name} for o, res in answers for h in res["hits"]]
+        hits.sort(key=lambda h: -h["score"])  # stable: a tie keeps vault order, then each vault's own
+        first = answers[0][1]
+        res = {"query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
+               "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
+               "generation": first["generation"], "hits": hits[: req.limit],
+               "vaults": [{"name": o.name, "path": o.vault._root, "total": r["total"], "generation": r["generation"]}
+                          for o, r in answers]}
+        busy = [r for _, r in answers if r.get("indexing")]
+        if busy:
+            res |= {"indexing": True, "progress": {k: sum(r["progress"][k] or 0 for r in busy)
+                                                   if all(r["progress"][k] is not None for r in busy) else None
+                                                   for k in ("done", "total")}}
+        return res
 
 
 # -- the table: ops.OPS bound to the methods and types here ------------------------------

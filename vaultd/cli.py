@@ -35,10 +35,16 @@ def common(f):
 
 
 def load_config(config_path, **flags) -> Config:
+    """The loaded config (of the first vault, with `vaults`: see load_configs)."""
+    return load_configs(config_path, **flags)[0]
+
+
+def load_configs(config_path, **flags) -> list[Config]:
+    """Each vault's loaded config (one, unless the config lists `vaults`)."""
     path = Path(config_path) if config_path else default_config_path()
     cfg = Config.from_file(path).with_overrides(**flags)
     try:
-        return cfg.load()
+        return cfg.load_all()
     except ConfigError as e:
         e.path = e.path or (str(path) if path else None)
         raise
@@ -71,7 +77,8 @@ _split_option = click.option(
 @_split_option
 def run(config_path, vault, state_dir, log_level, socket, split):
     """Run the daemon in the foreground (systemd: Type=notify)."""
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    cfg = every[0]
     setup_logging(cfg.log_level)
     import msgspec
 
@@ -82,15 +89,16 @@ def run(config_path, vault, state_dir, log_level, socket, split):
         if passed.getsockname() != cfg.socket:
             logging.getLogger("vaultd").info("systemd passed the socket %s (the config's is %s): serving on it",
                                              passed.getsockname(), cfg.socket)
-        cfg = msgspec.structs.replace(cfg, socket=passed.getsockname())
+        every = [msgspec.structs.replace(c, socket=passed.getsockname()) for c in every]
+        cfg = every[0]
     vaultq = Path(sys.executable).with_name("vaultq")
     logging.getLogger("vaultd").info(
         "starting on %s; once it serves, try: %s --socket %s search WORD",
-        cfg.vault, vaultq if vaultq.exists() else "vaultq", cfg.socket,
+        ", ".join(cfg.vaults), vaultq if vaultq.exists() else "vaultq", cfg.socket,
     )
     os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see split.apply)
     try:
-        Server(cfg, passed).run()
+        Server(cfg, passed, every).run()
     except IndexLocked as e:  # another vaultd serves this vault: say where, when it listens elsewhere
         from .paths import vault_socket
 
@@ -104,13 +112,18 @@ def run(config_path, vault, state_dir, log_level, socket, split):
 @cli.command()
 @common
 def index(config_path, vault, state_dir, log_level):
-    """Build or update the index once, with a progress bar, and exit."""
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level)
+    """Build or update the index once (of each vault, with `vaults`), with a progress bar, and exit."""
+    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level)
     # Quieter than the daemon by default: the progress bar says what matters.
-    setup_logging(log_level or ("warning" if cfg.log_level == "info" else cfg.log_level))
+    setup_logging(log_level or ("warning" if every[0].log_level == "info" else every[0].log_level))
+    os.umask(0o077)  # as `run`
+    for cfg in every:
+        _index(cfg)
+
+
+def _index(cfg: Config) -> None:
     from .vault import Vault
 
-    os.umask(0o077)  # as `run`
     v = Vault(cfg)
     bar = None
 

@@ -121,11 +121,15 @@ class Capture(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     vault: str = ""
-    """The vault folder. Required here, with --vault, or in VAULTD_VAULT."""
+    """The vault folder. Required here (or `vaults`), with --vault, or in VAULTD_VAULT."""
+    vaults: list[str] = []
+    """Several vaults served by one daemon, instead of `vault`: one index, state folder and
+    watcher each, one socket (the first vault's). After `load()`: every vault served."""
     state_dir: str = ""
-    """Index and state; default $XDG_STATE_HOME/vaultd/<vault-name>/."""
+    """Index and state; default $XDG_STATE_HOME/vaultd/<vault-name>/ (with `vaults`: a
+    folder given here holds one <vault-name>/ per vault)."""
     socket: str = ""
-    """Default $XDG_RUNTIME_DIR/vaultd/<vault-name>.sock."""
+    """Default $XDG_RUNTIME_DIR/vaultd/<vault-name>.sock (of the first vault)."""
     log_level: str = "info"
     watch: Watch = msgspec.field(default_factory=Watch)
     index: Index = msgspec.field(default_factory=Index)
@@ -154,19 +158,70 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         """Return a copy with command-line flags (those not None) applied; `split` is the
         split mode (over VAULTD_SPLIT, over the file)."""
         top = {k: v for k, v in flags.items() if v is not None}
+        if "vault" in top:  # --vault DIR: that one vault, whatever the file's `vaults`
+            top["vaults"] = []
         mode = split or _default_split_mode()
         if mode:
             top["split"] = msgspec.structs.replace(self.split, mode=mode)
         return msgspec.structs.replace(self, **top) if top else self
 
     def load(self) -> "Config":
-        """Fill in derived paths and check every value; raises ConfigError."""
-        vault_s = self.vault or _default_vault()
-        if not vault_s:
-            raise ConfigError("no vault given: pass --vault DIR, set `vault` in the config, or VAULTD_VAULT")
-        vault = Path(vault_s).expanduser().resolve()
-        if not vault.is_dir():
-            raise ConfigError(f"vault {vault} is not a folder")
+        """Fill in derived paths and check every value; raises ConfigError. With `vaults`:
+        the config of `vault` when it is one of them, else of the first (see load_all)."""
+        every = self.load_all()
+        here = str(Path(self.vault).expanduser().resolve()) if self.vault else ""
+        return next((c for c in every if c.vault == here), every[0])
+
+    def load_all(self) -> "list[Config]":
+        """One loaded config per vault (`vaults`, else the one `vault`), each with its own
+        `vault`, `state_dir` and `capture`, and all of them with every vault in `vaults` and
+        the one socket (the first vault's). Raises ConfigError."""
+        given = self.vaults or [self.vault or _default_vault()]
+        if self.vault and self.vaults and str(Path(self.vault).expanduser().resolve()) not in \
+                [str(Path(v).expanduser().resolve()) for v in self.vaults]:
+            raise ConfigError("`vault` and `vaults` are both set: keep one (`vaults` lists every vault served)")
+        if not given[0]:
+            raise ConfigError("no vault given: pass --vault DIR, set `vault` (or `vaults`) in the config, or VAULTD_VAULT")
+        vaults = []
+        for v in given:
+            vault = Path(v).expanduser().resolve()
+            if not vault.is_dir():
+                raise ConfigError(f"vault {vault} is not a folder")
+            for other in vaults:
+                if vault == other:
+                    raise ConfigError(f"vaults: {vault} is listed twice")
+                if other in vault.parents or vault in other.parents:
+                    raise ConfigError(f"vaults: {min(vault, other, key=lambda p: len(p.parts))} holds "
+                                      f"{max(vault, other, key=lambda p: len(p.parts))}: a vault inside another "
+                                      "would be indexed twice")
+            vaults.append(vault)
+        self._check()
+        sock = Path(self.socket or _default_socket() or runtime_dir() / f"{vault_name(vaults[0])}.sock")
+        sock = sock.expanduser().absolute()
+        if len(os.fsencode(sock)) > MAX_SOCKET_PATH:
+            raise ConfigError(
+                f"socket path {sock} is {len(os.fsencode(sock))} bytes; a Unix socket path "
+                f"must be at most {MAX_SOCKET_PATH}: choose a shorter one with --socket"
+            )
+        state_given = self.state_dir or _default_state_dir()
+        loaded = []
+        for vault in vaults:
+            name = vault_name(vault)
+            if not state_given:
+                state = xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd" / name
+            else:
+                state = Path(state_given) / name if len(vaults) > 1 else Path(state_given)
+            state = state.expanduser().resolve()
+            if state == vault or vault in state.parents:
+                raise ConfigError(f"state_dir {state} is inside the vault; vaultd never writes there")
+            capture = _check_capture(self.capture, self.watch.extensions, self.watch.ignore_dirs, vault)
+            loaded.append(msgspec.structs.replace(
+                self, vault=str(vault), vaults=[str(v) for v in vaults], state_dir=str(state), socket=str(sock),
+                log_level=self.log_level.lower(), capture=capture))
+        return loaded
+
+    def _check(self) -> None:
+        """Every value that is not a path checked; raises ConfigError."""
         if self.log_level.lower() not in LOG_LEVELS:
             raise ConfigError(f"log_level: expected one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         w, i = self.watch, self.index
@@ -200,23 +255,6 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             if not ext.startswith("."):
                 raise ConfigError(f"watch.extensions: expected names like '.md', got {ext!r}")
 
-        capture = _check_capture(self.capture, w.extensions, w.ignore_dirs, vault)
-
-        name = vault_name(vault)
-        state = Path(self.state_dir or _default_state_dir() or xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd" / name)
-        state = state.expanduser().resolve()
-        if state == vault or vault in state.parents:
-            raise ConfigError(f"state_dir {state} is inside the vault; vaultd never writes there")
-        sock = Path(self.socket or _default_socket() or runtime_dir() / f"{name}.sock").expanduser().absolute()
-        if len(os.fsencode(sock)) > MAX_SOCKET_PATH:
-            raise ConfigError(
-                f"socket path {sock} is {len(os.fsencode(sock))} bytes; a Unix socket path "
-                f"must be at most {MAX_SOCKET_PATH}: choose a shorter one with --socket"
-            )
-        return msgspec.structs.replace(
-            self, vault=str(vault), state_dir=str(state), socket=str(sock), log_level=self.log_level.lower(),
-            capture=capture,
-        )
 
 
 def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str], vault: Path) -> Capture:

@@ -84,6 +84,16 @@ class StillIndexing(QueryError):
                          "try again in a moment")
 
 
+class UnknownVault(QueryError):
+    """A request names a vault the daemon does not serve (config `vaults`)."""
+
+    code = "unknown_vault"
+
+    def __init__(self, name: str, known: list[tuple[str, str]]):
+        super().__init__(f"no vault {name!r} here; this vaultd serves: " +
+                         ", ".join(f"{n} ({p})" for n, p in known))
+
+
 class CaptureOff(QueryError):
     """`remember` was asked, and agent capture is off (no `[capture] folder`)."""
 

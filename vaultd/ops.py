@@ -79,6 +79,8 @@ OPS = (
         (("--after",), {"type": "date", "help": "only notes dated on or after YYYY[-MM[-DD]]"}),
         (("--before",), {"type": "date", "help": "only notes dated before YYYY[-MM[-DD]]"}),
         (("--all",), {"action": "store_true", "help": "search the COLD archive too"}),
+        (("--all-vaults",), {"action": "store_true", "help": "search every vault the daemon serves (config `vaults`): "
+                                                             "one list, paths of other vaults absolute"}),
         AFTER_GENERATION), tool=True),
     Op("grep", Cli(
         "every line of every note that holds WORDS, each occurrence (as rg -i: see README \"Editors\")",

@@ -18,6 +18,13 @@ def vault_name(vault: Path) -> str:
     return f"{vault.name or 'root'}-{digest}"
 
 
+def vault_labels(vaults: list[str]) -> list[str]:
+    """Each vault's name in requests and answers (`vaultq --vault NAME`, a hit's `vault`):
+    its folder's name; for folders of the same name, `<folder>-<hash>` (vault_name)."""
+    names = [Path(v).name or "root" for v in vaults]
+    return [n if names.count(n) == 1 else vault_name(Path(v)) for n, v in zip(names, vaults)]
+
+
 def xdg_dir(var: str, fallback: str) -> Path:
     val = os.environ.get(var)
     return Path(val) if val and os.path.isabs(val) else Path.home() / fallback
@@ -95,8 +102,9 @@ def vault_socket(vault: Path) -> Path:
 
 def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | None = None) -> str:
     """The socket a client (vaultq, the MCP server, a hook) should use: `socket`, then
-    $VAULTD_SOCKET, then the daemon of `vault`, then that of the vault around `cwd` (the
-    current folder by default), then the only one running. Raises DaemonUnavailable, saying
+    $VAULTD_SOCKET, then the daemon of the folder `vault`, then that of the vault around
+    `cwd` (the current folder by default), then the only one running (`vault` may be among
+    the vaults it serves: the client names it in each request). Raises DaemonUnavailable, saying
     how to choose when several run and none is for this folder."""
     from .errors import DaemonUnavailable
 
@@ -104,12 +112,20 @@ def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | 
         return socket
     if os.environ.get("VAULTD_SOCKET"):
         return os.environ["VAULTD_SOCKET"]
+    own = None
     if vault:
-        return str(vault_socket(Path(vault).expanduser().resolve()))
+        folder = Path(vault).expanduser()
+        own = vault_socket(folder.resolve()) if folder.is_dir() else None
+        if own is not None and own.exists():
+            return str(own)
+        # a daemon that serves several vaults (config `vaults`) listens on the first one's
+        # socket: found as any other, and asked for `vault` by name (the client sends it)
     here = Path(cwd) if cwd else Path.cwd()
     found, seen = find_socket(here)
     if found:
         return str(found)
+    if own is not None and not seen:
+        return str(own)  # not running: the client says so, of that vault's socket
     if seen:
         raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
                                 f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "

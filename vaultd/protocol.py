@@ -22,6 +22,7 @@ Id = Union[int, str, None]
 
 
 PathsMode = Annotated[str, msgspec.Meta(pattern="^(vault|absolute|/.*)$")]
+VaultName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
 
 
 class Request(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_only=True):
@@ -36,9 +37,13 @@ class Request(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_onl
     agent: bool = False
     """An agent asks (the MCP server, a hook): what it reads is counted apart from a person's
     reads and does not make notes HOT (see tiers.agent_access_weight)."""
+    vault: VaultName | None = None
+    """Which of the daemon's vaults (config `vaults`) is asked: its name or its folder. None:
+    a search asks every vault; any other operation the vault that holds the note it names
+    by an absolute path, else the first (see api.Vaults)."""
 
 
-ENVELOPE = ("op", "v", "id", "paths", "agent")
+ENVELOPE = ("op", "v", "id", "paths", "agent", "vault")
 """Not an operation's own arguments: the faces set them (an MCP tool's schema leaves them out)."""
 
 

@@ -35,6 +35,7 @@ from .config import Config
 from .errors import ConfigError, QueryError, SocketInUse, VaultError
 from .store.index import IndexDamaged, _damage
 from .ingest.indexer import Indexer, _from_panic
+from .paths import vault_labels
 from .vault import Vault
 
 logger = logging.getLogger("vaultd.server")
@@ -146,17 +147,24 @@ def _prepare_dir(d: Path) -> None:
 
 
 class Server:
-    def __init__(self, config: Config, listener: socket.socket | None = None):
+    def __init__(self, config: Config, listener: socket.socket | None = None, every: list[Config] | None = None):
         """`listener`: the socket systemd passed (see listen_fds), served as it is; its path
-        is config.socket then (cli.run sets it so)."""
+        is config.socket then (cli.run sets it so). `every`: each vault's loaded config
+        (Config.load_all: config `vaults`), served on the one socket; default `config`'s vault."""
         self.config = config
+        self.configs = every or [config]
         self.socket_path = Path(config.socket)
         self._passed = listener
         self.should_exit = threading.Event()
+        self.vaults: list[Vault] = []
         self.vault: Vault | None = None
-        self.api: api.Operations | None = None
-        """The operations each request is answered by (over the vault and the indexer)."""
-        self.indexer = Indexer(config.watch, self.should_exit, first_pass=self._ready)
+        """The first vault (the one of a single-vault config)."""
+        self.api: api.Vaults | None = None
+        """The operations each request is answered by (over each vault and its indexer)."""
+        self.indexers = [Indexer(c.watch, self.should_exit, first_pass=self._ready) for c in self.configs]
+        """One per vault: its watcher and its writer thread."""
+        self.indexer = self.indexers[0]
+        self.labels = vault_labels([c.vault for c in self.configs])
         self.ready = False
         """READY=1 was sent: the first reconcile is done."""
         self._said: str | None = None
@@ -167,6 +175,9 @@ class Server:
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._lock = SocketLock(self.socket_path)
         self._threads: list[threading.Thread] = []
+        self._ready_lock = threading.Lock()
+        self._passed_first = 0
+        """Indexers whose first reconcile is done: READY=1 once all are."""
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -205,8 +216,7 @@ class Server:
             if ping_every and alive and now >= next_ping:
                 sd_notify("WATCHDOG=1")
                 next_ping = now + ping_every
-            problem = self.indexer.tend()
-            status = self._status(problem)
+            status = self._statuses([ix.tend() for ix in self.indexers])
             if not self.ready:
                 if status != moved[0]:
                     moved = (status, now)
@@ -219,14 +229,22 @@ class Server:
             if self.should_exit.wait(0.5 if self.ready else 0.25):
                 return
 
-    def _status(self, problem: str | None) -> str:
-        """What systemd shows after "Status:": the watch's problem, else how far the first
+    def _statuses(self, problems: list[str | None]) -> str:
+        """What systemd shows after "Status:": of the one vault (see _status); of several,
+        "serving" when all are, else each one that is not, by name."""
+        said = [self._status(p, v, ix) for p, v, ix in zip(problems, self.vaults, self.indexers)]
+        if len(said) == 1:
+            return said[0]
+        busy = [f"{name}: {what}" for name, what in zip(self.labels, said) if what != "serving"]
+        return "; ".join(busy) or "serving"
+
+    def _status(self, problem: str | None, v: Vault, indexer: Indexer) -> str:
+        """What systemd hears of one vault: the watch's problem, else how far the first
         reconcile is ("indexing 120 of 3000 files"), else "serving"."""
         if problem:
             return "degraded: " + problem
-        v = self.vault
         if self.ready:
-            failed = v.indexing and self.indexer.last_error
+            failed = v.indexing and indexer.last_error
             return f"serving; the first index failed and is retried: {failed}" if failed else "serving"
         if v.reconciled:
             return "building the link graph"
@@ -236,14 +254,19 @@ class Server:
         return f"indexing {done} of {total} files" if v.first_index else f"checking for changes: {done} of {total} files"
 
     def _ready(self) -> None:
-        """The indexer's first reconcile is done (or failed: then it is retried, and status
-        says why): answers are now of the whole vault. Called from the indexer thread."""
-        if self.ready:
-            return
-        self.ready = True
-        self._said = self._status(self.indexer.watcher.problem)
+        """An indexer's first reconcile is done (or failed: then it is retried, and status
+        says why): once every vault's is, answers are of the whole vaults. Called from the
+        indexer threads."""
+        with self._ready_lock:
+            self._passed_first += 1
+            if self.ready or self._passed_first < len(self.indexers):
+                return
+            self.ready = True
+        self._said = self._statuses([ix.watcher.problem for ix in self.indexers])
         sd_notify(f"READY=1\nSTATUS={self._said}")
-        logger.info("ready: %d notes in the index", len(self.vault.notes))
+        logger.info("ready: %s in the index", ", ".join(f"{len(v.notes)} notes" + (f" ({n})" if len(self.vaults) > 1
+                                                                                   else "")
+                                                       for n, v in zip(self.labels, self.vaults)))
 
     def _fail(self, part: str, why: str) -> None:
         """A part of the daemon failed for good: stop, and exit 1."""
@@ -270,26 +293,31 @@ class Server:
         _prepare_dir(self.socket_path.parent)
         self._lock.acquire()
         try:
-            self.vault = Vault(self.config)
+            for c in self.configs:
+                self.vaults.append(Vault(c))
+            self.vault = self.vaults[0]
             listener = self._passed or self._bind()
             listener.settimeout(0.5)
             self._listener = listener
         except BaseException:
-            if self.vault is not None:
-                self.vault.close()
+            for v in self.vaults:
+                v.close()
             self._lock.release()
             raise
-        self.api = api.Operations(self.vault, self.indexer, str(self.socket_path))
-        self.indexer.watch(self.vault)  # before the first reconcile, so nothing slips between them
-        watcher = self.indexer.watcher
+        self.api = api.Vaults([api.Operations(v, ix, str(self.socket_path), name)
+                               for v, ix, name in zip(self.vaults, self.indexers, self.labels)])
+        for v, ix in zip(self.vaults, self.indexers):
+            ix.watch(v)  # before the first reconcile, so nothing slips between them
         self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
-        self._spawn(self._part(self.indexer.run, "indexer"), "indexer")
-        logger.info(
-            "vaultd %s serving %s on %s%s (pid %d, %d notes in the index, %s folders watched)",
-            __version__, self.vault.root, self.socket_path, ", passed by systemd" if self._passed else "",
-            os.getpid(), len(self.vault.notes), watcher.watched,
-        )
-        self._said = self._status(watcher.problem)
+        for name, ix in zip(self.labels, self.indexers):
+            self._spawn(self._part(ix.run, "indexer" if len(self.vaults) == 1 else f"indexer of {name}"), "indexer")
+        for name, v, ix in zip(self.labels, self.vaults, self.indexers):
+            logger.info(
+                "vaultd %s serving %s%s on %s%s (pid %d, %d notes in the index, %s folders watched)",
+                __version__, v.root, f" as {name!r}" if len(self.vaults) > 1 else "", self.socket_path,
+                ", passed by systemd" if self._passed else "", os.getpid(), len(v.notes), ix.watcher.watched,
+            )
+        self._said = self._statuses([ix.watcher.problem for ix in self.indexers])
         sd_notify(f"STATUS={self._said}")
 
     def _bind(self) -> socket.socket:
@@ -321,8 +349,8 @@ class Server:
     def shutdown(self) -> None:
         sd_notify("STOPPING=1")
         self.should_exit.set()
-        if self.vault is not None:
-            self.vault.stopping.set()  # a first index of a big vault must not hold up a stop
+        for v in self.vaults:
+            v.stopping.set()  # a first index of a big vault must not hold up a stop
         if self._listener is not None:
             if self._passed is None:  # on systemd's socket, shutdown() would stop it listening for good
                 with suppress(OSError):
@@ -331,11 +359,12 @@ class Server:
         if self._passed is None:
             with suppress(FileNotFoundError):
                 os.unlink(self.socket_path)
-        self.indexer.stop()
+        for ix in self.indexers:
+            ix.stop()
         for t in self._threads:
             t.join(timeout=30)
-        if self.vault is not None:
-            self.vault.close()
+        for v in self.vaults:
+            v.close()
         self._lock.release()
         logger.info("stopped")
 
@@ -444,6 +473,7 @@ class Server:
         """A request failed in Tantivy: when the index's files say it is damaged (checksums,
         see index._damage), stop, so that the next start (systemd's restart) rebuilds it;
         a failure with the files intact (a bug, not damage) is only that request's error."""
-        why = _damage(self.vault.index.dir)
-        if why:
-            self._fail("index", f"it was damaged while serving: {why}")
+        for v in self.vaults:
+            why = _damage(v.index.dir)
+            if why:
+                self._fail("index", f"it was damaged while serving: {why}")

@@ -70,7 +70,8 @@ def _parser(only: str | None = None, helps: bool = True):  # -> argparse.Argumen
                                 formatter_class=fmt, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"vaultq {__version__}")
     p.add_argument("--socket", help="socket path (default: $VAULTD_SOCKET, else the daemon of the vault around the current folder, else the only one running)")
-    p.add_argument("--vault", help="use the daemon of this vault")
+    p.add_argument("--vault", metavar="DIR|NAME", help="ask this vault (a folder, or its name in the daemon's "
+                                                      "`vaults`), of the daemon that serves it")
     subparsers = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, **kwargs):
@@ -308,6 +309,10 @@ def print_status(st: dict) -> None:
         print(f"{'last error:':<12}{st['last_error']}")
     if st.get("index_rebuilt"):
         print(f"{'rebuilt:':<12}{st['index_rebuilt']}")
+    if len(st.get("vaults", ())) > 1:  # config `vaults`: the lines above are of `name`
+        print(f"{'vaults:':<12}" + f"\n{'':<12}".join(
+            f"{v['name']}{' *' if v['name'] == st.get('name') else ''}  {v['path']}  {v['notes']} notes, "
+            f"{v['pending']} pending" + (", first index being built" if v["indexing"] else "") for v in st["vaults"]))
 
 
 def _where(link: dict) -> str:
@@ -394,14 +399,17 @@ def _behind(res: dict, wanted: int | None) -> None:
 
 class _Asker:
     """The daemon as vaultq asks it: every request with the paths shown from `paths` (the
-    current folder; left out for --json, whose paths stay relative to the vault), and as an
-    agent's when `agent`. Remembers an answer that said the first index is still being built."""
+    current folder; left out for --json, whose paths stay relative to the vault), as an
+    agent's when `agent`, and of the vault --vault names (see _vault). Remembers an answer
+    that said the first index is still being built."""
 
-    def __init__(self, client: Client, paths: str | None, agent: bool = False):
+    def __init__(self, client: Client, paths: str | None, agent: bool = False, vault: str | None = None):
         self.client = client
         self.extra = {"paths": paths} if paths else {}
         if agent:
             self.extra["agent"] = True
+        if vault:
+            self.extra["vault"] = _vault(vault)
         self.indexing: dict | None = None
 
     def request(self, op: str, **args):
@@ -409,6 +417,12 @@ class _Asker:
         if isinstance(res, dict) and res.get("indexing"):
             self.indexing = res
         return res
+
+
+def _vault(given: str) -> str:
+    """--vault as the daemon reads it: an existing folder as its absolute path (`--vault .`,
+    `--vault ~/notes`), anything else as a vault's name (`--vault work`)."""
+    return os.path.realpath(given) if os.path.isdir(given) else given
 
 
 def _cwd() -> str:
@@ -461,6 +475,11 @@ def _run(c: _Asker, args) -> int:
                                    ("before", args.before)) if v}
         if args.format == "paths" and not args.json:
             extra["snippets"] = False
+        if getattr(args, "all_vaults", False):
+            if args.vault:
+                print("vaultq: --all-vaults searches every vault; --vault names one: give one of them", file=sys.stderr)
+                return EXIT_USAGE
+            extra["all_vaults"] = True
         res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
                         after_generation=args.after_generation, **extra)
         _behind(res, args.after_generation)
@@ -821,7 +840,7 @@ def _ask(args, cwd: str, me: str) -> int:
         # agent's own hook timeout (10 s in integrations/), a hung daemon or not
         with Client(_socket(args, None if cwd == "absolute" else cwd),
                     timeout=None if args.command == "split" else 5.0 if hook else 30.0) as c:
-            asker = _Asker(c, None if getattr(args, "json", False) else cwd, agent=hook or _agent())
+            asker = _Asker(c, None if getattr(args, "json", False) else cwd, agent=hook or _agent(), vault=args.vault)
             code = _run(asker, args)
         if asker.indexing is not None:
             print(f"{me}: vaultd is still building its first index of this vault ({_progress(asker.indexing)}): "
@@ -837,7 +856,8 @@ def _ask(args, cwd: str, me: str) -> int:
             return EXIT_INDEXING
         if e.code == "bad_request" and "unknown field" in e.message:
             e.message += " (is the running vaultd older than this vaultq? restart it)"
-        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off") else f"{me}: {e.code}: {e.message}",
+        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off", "unknown_vault")
+              else f"{me}: {e.code}: {e.message}",
               file=sys.stderr)
         return EXIT_NONE if e.code == "not_found" else EXIT_USAGE
     except ValueError as e:  # a hook's bad option
