@@ -509,10 +509,10 @@ class Operations:
 
     def summary(self) -> dict:
         """This vault in a line of `status`: name, folder, notes, pending, generation, whether
-        its first index is being built."""
+        its first reconcile is done, whether its first index is being built."""
         v = self.vault
         return {"name": self.name, "path": str(v.root), "notes": len(v.notes), "pending": self.indexer.pending,
-                "generation": v.generation, "indexing": v.indexing}
+                "generation": v.generation, "reconciled": v.reconciled, "indexing": v.indexing}
 
     @replies(SearchReply)
     def search(self, req: Search) -> dict:

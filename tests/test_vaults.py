@@ -1,0 +1,153 @@
+"""Several vaults served by one daemon (config `vaults`): two real vaults, one real
+daemon on a real socket, asked by the real vaultq."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaultd.config import Config
+from vaultd.errors import ConfigError
+
+from conftest import Daemon, wait_for
+
+
+def vaultq(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "vaultd.vaultq", *args], capture_output=True, text=True,
+                          timeout=30, cwd=cwd)
+
+
+def write(p: Path, text: str) -> Path:
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+@pytest.fixture
+def two(tmp_path, short_dir):
+    """notes/ and work/, each with a note about compost (work's in its title: the better
+    hit) and a link to a note of the same name, `plan`, in both."""
+    notes, work = tmp_path / "notes", tmp_path / "work"
+    write(notes / "garden.md", "# Garden\nSome compost in spring, see [[plan]].\n")
+    write(notes / "plan.md", "# Plan\nThe notes plan.")
+    write(work / "projects" / "beds.md", "# Compost budget\nCompost tools, soil.\nSee [[plan]].\n")
+    write(work / "plan.md", "# Plan\nThe work plan.")
+    cfg = write(tmp_path / "config.toml", f'vaults = ["{notes}", "{work}"]\n[split]\nmode = "off"\n')
+    d = Daemon(notes, tmp_path / "state", short_dir / "d.sock")
+    d.args = [sys.executable, "-m", "vaultd", "run", "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
+              "--socket", str(d.socket)]
+    d.start()
+    wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.05)
+    yield d, notes, work
+    d.stop()
+
+
+def test_both_vaults_indexed_each_in_its_own_state_folder(two, tmp_path):
+    d, notes, work = two
+    st = d.status()
+    assert [(v["name"], v["path"], v["notes"]) for v in st["vaults"]] == [("notes", str(notes), 2), ("work", str(work), 2)]
+    assert st["name"] == "notes" and st["vault"] == str(notes)  # a request that names none: the first
+    assert d.request("status", vault="work")["vault"] == str(work)
+    dirs = sorted(p.name for p in (tmp_path / "state").iterdir())
+    assert len(dirs) == 2 and dirs[0].startswith("notes-") and dirs[1].startswith("work-")
+
+
+def test_search_merges_every_vault_and_labels_each_hit(two):
+    d, notes, work = two
+    res = d.request("search", q="compost")
+    assert [(h["vault"], h["path"]) for h in res["hits"]] == [("work", "projects/beds.md"), ("notes", "garden.md")]
+    assert res["total"] == 2 and [(v["name"], v["total"]) for v in res["vaults"]] == [("notes", 1), ("work", 1)]
+    assert d.request("search", q="compost", all_vaults=True)["hits"] == res["hits"]
+    one = d.request("search", q="compost", vault="notes")
+    assert [h["path"] for h in one["hits"]] == ["garden.md"] and "vaults" not in one and "vault" not in one["hits"][0]
+    assert d.request("search", q="compost", limit=1)["hits"][0]["path"] == "projects/beds.md"
+
+
+def test_vaultq_vault_picks_one_by_name_or_folder(two):
+    d, notes, work = two
+    sock = str(d.socket)
+    for which in ("work", str(work), str(work) + "/"):
+        r = vaultq("--socket", sock, "--vault", which, "backlinks", "plan", "--format", "paths")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == f"{work}/projects/beds.md\n"
+    r = vaultq("--socket", sock, "--vault", ".", "backlinks", "plan", "--format", "paths", cwd=notes)
+    assert r.stdout == "garden.md\n"  # `.`: the folder vaultq runs in; paths relative to it
+    r = vaultq("--socket", sock, "backlinks", "plan", "--format", "paths")  # the first vault's
+    assert r.stdout == f"{notes}/garden.md\n"
+    r = vaultq("--socket", sock, "backlinks", str(work / "plan.md"), "--format", "paths")  # the note's vault
+    assert r.stdout == f"{work}/projects/beds.md\n"
+
+
+def test_vaultq_search_every_vault_paths_editors_can_open(two):
+    d, notes, work = two
+    sock = str(d.socket)
+    r = vaultq("--socket", sock, "search", "--all-vaults", "compost", "--format", "vimgrep", cwd=work)
+    assert r.returncode == 0, r.stderr
+    # inside work/ its notes are relative (as with one vault), the other vault's absolute: both open as printed
+    assert r.stdout.splitlines() == ["projects/beds.md:1:3:# Compost budget", "projects/beds.md:2:1:Compost tools, soil.",
+                                     f"{notes}/garden.md:2:6:Some compost in spring, see [[plan]]."]
+    plain = vaultq("--socket", sock, "search", "compost", "--format", "vimgrep", cwd=work)
+    assert plain.stdout == r.stdout  # a search that names no vault searches every one
+    hits = json.loads(vaultq("--socket", sock, "search", "compost", "--json").stdout)["hits"]
+    assert [(h["vault"], h["path"]) for h in hits] == [("work", "projects/beds.md"), ("notes", "garden.md")]
+    r = vaultq("--socket", sock, "--vault", "work", "search", "--all-vaults", "compost")
+    assert r.returncode == 2 and "--all-vaults" in r.stderr
+
+
+def test_an_unknown_vault_is_exit_2_naming_the_known_ones(two):
+    d, notes, work = two
+    r = vaultq("--socket", str(d.socket), "--vault", "nope", "search", "compost")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip() == f"vaultq: no vault 'nope' here; this vaultd serves: notes ({notes}), work ({work})"
+    msg = d.send_raw(b'{"op":"read","note":"plan.md","vault":"/elsewhere"}\n')
+    assert msg["error"]["code"] == "unknown_vault" and d.status()["vaults"]  # and it goes on serving
+
+
+def test_an_edit_in_the_second_vault_is_seen(two):
+    d, notes, work = two
+    g = d.request("status", vault="work")["generation"]
+    write(work / "new.md", "# New\nzucchini harvest\n")
+    wait_for(lambda: d.request("status", vault="work")["generation"] > g, timeout=10, interval=0.05)
+    assert [(h["vault"], h["path"]) for h in d.request("search", q="zucchini")["hits"]] == [("work", "new.md")]
+    r = vaultq("--socket", str(d.socket), "status")
+    assert r.returncode == 0 and "work  " + str(work) + "  3 notes" in r.stdout
+
+
+def test_a_note_read_by_absolute_path_is_its_vaults(two):
+    d, notes, work = two
+    assert d.request("read", note=str(work / "plan.md"))["text"] == "# Plan\nThe work plan."
+    assert d.request("read", note="plan.md")["text"] == "# Plan\nThe notes plan."
+
+
+# -- the config ---------------------------------------------------------------------------
+
+
+def test_vaults_config_loads_each_vault(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    every = Config(vaults=[str(a), str(b)]).load_all()
+    assert [c.vault for c in every] == [str(a), str(b)] and {c.socket for c in every} == {every[0].socket}
+    assert every[0].state_dir == str(Config(vault=str(a)).load().state_dir)  # a vault's index stays where it was
+    assert all(c.vaults == [str(a), str(b)] for c in every)
+    assert Config(vaults=[str(a), str(b)], vault=str(b)).load().vault == str(b)
+    given = Config(vaults=[str(a), str(b)], state_dir=str(tmp_path / "st")).load_all()
+    assert [Path(c.state_dir).parent for c in given] == [tmp_path / "st"] * 2
+    assert Config(vaults=[str(a), str(b)]).with_overrides(vault=str(b)).load_all()[0].vaults == [str(b)]
+
+
+@pytest.mark.parametrize("vaults, vault, message", [
+    (["{a}", "{a}/"], "", "listed twice"),
+    (["{a}", "{a}/sub"], "", "a vault inside another"),
+    (["{a}", "{tmp}/none"], "", "is not a folder"),
+    (["{a}"], "{tmp}", "`vault` and `vaults` are both set"),
+])
+def test_bad_vaults_are_config_errors(tmp_path, vaults, vault, message):
+    (tmp_path / "a" / "sub").mkdir(parents=True)
+    fill = {"a": tmp_path / "a", "tmp": tmp_path}
+    with pytest.raises(ConfigError, match=message):
+        Config(vaults=[v.format(**fill) for v in vaults], vault=vault.format(**fill)).load()
