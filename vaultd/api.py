@@ -233,6 +233,7 @@ class PingReply(Reply):
     pong: bool
     version: str
     vault: str
+    vaults: list[str]
 
 
 class StatusReply(Reply):
@@ -489,8 +490,10 @@ class Operations:
 
     @replies(PingReply)
     def ping(self, req: Ping) -> dict:
-        """Whether the daemon answers, its version and its vault."""
-        return {"pong": True, "version": __version__, "vault": str(self.vault.root)}
+        """Whether the daemon answers, its version and its vault (`vaults`: every vault it serves)."""
+        every = self.every.served if self.every else (self,)
+        return {"pong": True, "version": __version__, "vault": str(self.vault.root),
+                "vaults": [o.vault._root for o in every]}
 
     @replies(StatusReply)
     def status(self, req: Status) -> dict:

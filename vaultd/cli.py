@@ -154,22 +154,26 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     import json
     import socket as so
 
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    cfg = every[0]
     from . import service
     from .ingest.filters import NoteFilter
-    from .paths import runtime_dirs, vault_socket
+    from .paths import runtime_dirs, vault_labels, vault_socket
     from .store.index import SCHEMA_VERSION
 
     ok = True
     nxt: str | None = None  # the command to run next
-    notes = sum(1 for _ in NoteFilter(cfg.watch.extensions, cfg.watch.ignore_dirs).walk(Path(cfg.vault)))
+    # what names this vault (these vaults) to the commands suggested: several are the config file's
+    which = f" --vault {cfg.vault}" if len(every) == 1 else f" --config {config_path}" if config_path else ""
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
-    click.echo(f"vault:     {cfg.vault} ({notes} notes)")
-    stamp = Path(cfg.state_dir) / "index" / "VERSION"
-    version = stamp.read_text().strip() if stamp.exists() else None
-    state = "none yet (built at first start)" if version is None else (
-        "ok" if version == str(SCHEMA_VERSION) else f"schema {version}, will be rebuilt to {SCHEMA_VERSION}")
-    click.echo(f"index:     {Path(cfg.state_dir) / 'index'}: {state}")
+    for name, c in zip(vault_labels(cfg.vaults), every):  # config `vaults`: each one
+        notes = sum(1 for _ in NoteFilter(c.watch.extensions, c.watch.ignore_dirs).walk(Path(c.vault)))
+        click.echo(f"vault:     {c.vault} ({notes} notes" + (f"; --vault {name})" if len(every) > 1 else ")"))
+        stamp = Path(c.state_dir) / "index" / "VERSION"
+        version = stamp.read_text().strip() if stamp.exists() else None
+        state = "none yet (built at first start)" if version is None else (
+            "ok" if version == str(SCHEMA_VERSION) else f"schema {version}, will be rebuilt to {SCHEMA_VERSION}")
+        click.echo(f"index:     {Path(c.state_dir) / 'index'}: {state}")
     click.echo(f"split:     {cfg.split.mode}: " + {
         "auto": f"notes that grow past {cfg.split.threshold} bytes while vaultd runs are split once quiet; "
                 "notes already over it are only proposed (`vaultq split --list`)",
@@ -205,7 +209,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     if listen and listen != cfg.socket:
         click.echo(f"           vaultd.socket listens on {listen}, not on {cfg.socket} (this vault's): "
                    "vaultq --vault will not find it")
-        nxt = nxt or f"vaultd install-service --vault {cfg.vault}   # units for this vault, then daemon-reload"
+        nxt = nxt or f"vaultd install-service{which}   # units for this vault, then daemon-reload"
 
     # the socket, as a client finds it and as the daemon says it is
     client = cfg.socket if Path(cfg.socket).exists() else str(vault_socket(Path(cfg.vault)))
@@ -225,8 +229,14 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         if client != cfg.socket:
             click.echo(f"           not where `vaultd run` would listen from here (XDG_RUNTIME_DIR differs): "
                        "do not start another; vaultq finds this one")
-        if st.get("vault") and os.path.realpath(st["vault"]) != os.path.realpath(cfg.vault):
-            click.echo(f"           it serves {st['vault']}, not {cfg.vault}")
+        served = [v["path"] for v in st.get("vaults", ())] or [st.get("vault")]
+        if len(served) > 1:
+            click.echo("           serving " + ", ".join(f"{v['name']} ({v['path']}, {v['notes']} notes"
+                                                         + (", first index being built)" if v["indexing"] else ")")
+                                                         for v in st["vaults"]))
+        if st.get("vault") and [os.path.realpath(p) for p in served] != [os.path.realpath(p) for p in cfg.vaults]:
+            click.echo(f"           it serves {', '.join(served)}, not {', '.join(cfg.vaults)}"
+                       + (" (restart it to serve the config's vaults)" if len(every) > 1 or len(served) > 1 else ""))
             ok = False
         if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
             click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
@@ -245,7 +255,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
             click.echo(f"watch:     ok, {counted}{every}")
         nxt = nxt or ("vaultq status   # the first index is being built" if st.get("indexing") else
-                      f"vaultq --vault {cfg.vault} search WORD")
+                      f"vaultq --vault {cfg.vault} search WORD" if len(every) == 1 else "vaultq search WORD")
     except OSError as e:
         looked = ", ".join(map(str, runtime_dirs())) or "no runtime folder exists"
         click.echo(f"daemon:    not running on {client} ({e.strerror or e}); looked in {looked}")
@@ -254,10 +264,10 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             if (svc and svc["file"]) or (units is None and files["vaultd.service"].is_file()):
                 nxt = "systemctl --user enable --now vaultd.socket vaultd.service"
             elif units is not None:
-                nxt = (f"vaultd install-service --vault {cfg.vault} && systemctl --user daemon-reload && "
+                nxt = (f"vaultd install-service{which} && systemctl --user daemon-reload && "
                        "systemctl --user enable --now vaultd.socket vaultd.service")
             else:
-                nxt = f"vaultd run --vault {cfg.vault}"
+                nxt = f"vaultd run{which}"
     click.echo(f"next:      {nxt}")
     sys.exit(0 if ok else 1)
 
@@ -275,11 +285,16 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
     for), and print the systemctl commands that start them."""
     from . import service
 
-    cfg = load_config(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    cfg = every[0]
+    if len(every) > 1:  # the vaults are the config file's: the unit names it, wherever it was found
+        config_path = config_path or default_config_path()
     flags = [w for flag, val in (("--config", config_path and str(Path(config_path).absolute())),
-                                 ("--state-dir", state_dir and cfg.state_dir), ("--socket", socket and cfg.socket),
+                                 ("--state-dir", state_dir and (cfg.state_dir if len(every) == 1 else
+                                                                str(Path(state_dir).expanduser().absolute()))),
+                                 ("--socket", socket and cfg.socket),
                                  ("--split", split), ("--log-level", log_level)) if val for w in (flag, val)]
-    units = service.render(cfg, service.vaultd_command(), flags)
+    units = service.render(cfg, service.vaultd_command(), flags, every)
     if dry_run:
         for name, text in units.items():
             click.echo(f"# ---- {name}\n{text}")
@@ -289,7 +304,7 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
     if not config_path and default_config_path() is None:  # so that vaultd check, mcp, index know the vault too
         conf = service.write_config(cfg.vault)
         click.echo(f"written: {conf} (vault = {cfg.vault!r})")
-    click.echo(f"vault {cfg.vault}, socket {cfg.socket}. Now:\n"
+    click.echo(f"vault{'s' if len(every) > 1 else ''} {', '.join(cfg.vaults)}, socket {cfg.socket}. Now:\n"
                "  systemctl --user daemon-reload\n"
                "  systemctl --user enable --now vaultd.socket vaultd.service\n"
                "  vaultd check                           # is it up? what next?\n"

@@ -73,12 +73,12 @@ class Daemon:
         self.socket, self.vault = socket, vault
 
     @contextmanager
-    def session(self, near: str | None):
-        """A connection to the daemon for the file or folder `near`; several requests may
-        go over it. Raises DaemonUnavailable."""
+    def session(self, near: str | None, vault: str | None = None):
+        """A connection to the daemon for the file or folder `near`, asking of `vault` (one of
+        a daemon's several); several requests may go over it. Raises DaemonUnavailable."""
         cwd = near if near and os.path.isdir(near) else os.path.dirname(near) if near else None
         with Client(pick_socket(self.socket, self.vault, cwd=cwd), timeout=10.0) as c:
-            yield _Session(c)
+            yield _Session(c, vault)
 
     def ask(self, near: str | None, op: str, **args) -> dict:
         with self.session(near) as s:
@@ -86,11 +86,12 @@ class Daemon:
 
 
 class _Session:
-    def __init__(self, client: Client):
+    def __init__(self, client: Client, vault: str | None = None):
         self.client = client
+        self.extra = {"vault": vault} if vault else {}
 
     def ask(self, op: str, **args) -> dict:
-        return self.client.request(op, paths="absolute", **args)
+        return self.client.request(op, paths="absolute", **self.extra, **args)
 
 
 # -- the buffer: its text through vaultd's own parser ------------------------------------
@@ -289,6 +290,7 @@ class VaultServer(LanguageServer):
         self.daemon = daemon
         self._buffers: dict[str, tuple[int | None, Buffer]] = {}
         self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
+        self._several = False  # the daemon serves several vaults: each request names the one asked of
         self._down_said = False
         self._pending: dict[str, asyncio.TimerHandle] = {}
 
@@ -320,7 +322,8 @@ class VaultServer(LanguageServer):
     def session(self, near: str | None):
         """A daemon session; None when the daemon is down (said once to the user). A
         connection lost midway is said too, and raised: the request fails."""
-        cm = self.daemon.session(near)
+        # a daemon that serves several vaults (config `vaults`) is asked of the one holding `near`
+        cm = self.daemon.session(near, self.vault_of(near) if near and self._several else None)
         try:
             s = cm.__enter__()
         except DaemonUnavailable as e:
@@ -341,7 +344,10 @@ class VaultServer(LanguageServer):
         folder = os.path.dirname(path)
         if folder not in self._vaults or self._vaults[folder] is None:
             try:
-                self._vaults[folder] = self.daemon.ask(folder, "ping")["vault"]
+                pong = self.daemon.ask(folder, "ping")  # a daemon may serve several: the one holding it
+                self._vaults[folder] = next((v for v in pong.get("vaults", ()) if _inside(path, v) or
+                                           os.path.realpath(path) == os.path.realpath(v)), pong["vault"])
+                self._several = len(pong.get("vaults", ())) > 1
                 self.up()
             except DaemonUnavailable as e:
                 self.down(e)

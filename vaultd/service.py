@@ -50,18 +50,24 @@ def _in_tmp(path: str) -> bool:
     return any(path == t or path.startswith(t + "/") for t in ("/tmp", "/var/tmp"))
 
 
-def render(cfg: Config, command: list[str], flags: list[str]) -> dict[str, str]:
+def render(cfg: Config, command: list[str], flags: list[str], every: list[Config] | None = None) -> dict[str, str]:
     """The units for the loaded config `cfg`: ExecStart `command` run --vault VAULT + `flags`
-    (the other options given to install-service, as given)."""
+    (the other options given to install-service, as given); for several vaults (`every`,
+    config `vaults`), `command` run + `flags` (--config among them: the vaults are the
+    config's), every vault and state folder writable."""
+    every = every or [cfg]
     sock = Path(cfg.socket)
     runtime = os.environ.get("XDG_RUNTIME_DIR", "").rstrip("/")
     in_runtime = runtime and str(sock.parent) == runtime + "/vaultd"
     # ListenStream= takes the rest of its line as the path: specifiers escaped, never quoted
     listen = "%t/vaultd/" + sock.name.replace("%", "%%") if in_runtime else str(sock).replace("%", "%%")
-    exec_start = " ".join(quote(a) for a in [*command, "run", "--vault", cfg.vault, *flags])
-    writable = " ".join(quote("-" + p) for p in dict.fromkeys((cfg.vault, cfg.state_dir, str(sock.parent))))
-    tmp = any(_in_tmp(p) for p in (cfg.vault, cfg.state_dir, str(sock)))
-    head = (f"# Written by `vaultd install-service` for the vault {cfg.vault}; run it again after\n"
+    exec_start = " ".join(quote(a) for a in [*command, "run", *(["--vault", cfg.vault] if len(every) == 1 else []),
+                                              *flags])
+    paths = [p for c in every for p in (c.vault, c.state_dir)]
+    writable = " ".join(quote("-" + p) for p in dict.fromkeys((*paths, str(sock.parent))))
+    tmp = any(_in_tmp(p) for p in (*paths, str(sock)))
+    head = (f"# Written by `vaultd install-service` for the vault{'s' if len(every) > 1 else ''} "
+            f"{', '.join(c.vault for c in every)}; run it again after\n"
             "# changing the vault, its socket, or where vaultd is installed.\n")
     out = {}
     for name in UNITS:
