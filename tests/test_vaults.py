@@ -151,3 +151,18 @@ def test_bad_vaults_are_config_errors(tmp_path, vaults, vault, message):
     fill = {"a": tmp_path / "a", "tmp": tmp_path}
     with pytest.raises(ConfigError, match=message):
         Config(vaults=[v.format(**fill) for v in vaults], vault=vault.format(**fill)).load()
+
+
+def test_each_vault_s_best_hit_is_among_the_first_three(two):
+    """By score, the work vault's one weak hit would come fifth, under four of notes': each
+    vault's best has a place in the first three (README "Several vaults": bench/vaults.py)."""
+    d, notes, work = two
+    for i in range(4):
+        write(notes / f"mulch{i}.md", f"# Mulch {i}\nMulch, mulch and mulch.\n")
+    write(work / "long.md", "# Soil\n" + "Words about the soil and other things. " * 40 + "\nmulch once.\n")
+    wait_for(lambda: len(d.request("search", q="mulch", limit=10)["hits"]) == 5, timeout=10, interval=0.05)
+    hits = d.request("search", q="mulch", limit=10)["hits"]
+    scores = [h["score"] for h in hits]
+    assert [h["vault"] for h in hits] == ["notes", "notes", "work", "notes", "notes"]
+    assert scores[2] < scores[4]  # by score alone it would be last
+    assert [h["vault"] for h in d.request("search", q="mulch", limit=2)["hits"]] == ["notes", "notes"]  # by score

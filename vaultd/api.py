@@ -695,22 +695,14 @@ class Vaults:
         return self.served[0]
 
     def _search_all(self, req: Search) -> dict:
-        """Every vault's best `limit` hits, merged by score into one list of `limit`.
-
-        The scores compare: every vault's index has the same fields, boosts and blend
-        (recency, tier, anchors), and BM25 scores each term by its rarity among that vault's
-        own notes and each note's length against that vault's average, so a score says how
-        well a note answers the query within its own vault, on one scale. Reciprocal-rank
-        fusion would put each vault's first hit level however weak; bench/vaults.py measures
-        both against one index of all the notes."""
+        """Every vault's best `limit` hits, merged into one list of `limit` (see `merged`)."""
         one = msgspec.structs.replace(req, all_vaults=False, after_generation=None)
         answers = [(o, o.result(one)) for o in self.served]
-        hits = [{**h, "vault": o.name} for o, res in answers for h in res["hits"]]
-        hits.sort(key=lambda h: -h["score"])  # stable: a tie keeps vault order, then each vault's own
+        hits = merged([[{**h, "vault": o.name} for h in res["hits"]] for o, res in answers], req.limit)
         first = answers[0][1]
         res = {"query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
                "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
-               "generation": first["generation"], "hits": hits[: req.limit],
+               "generation": first["generation"], "hits": hits,
                "vaults": [{"name": o.name, "path": o.vault._root, "total": r["total"], "generation": r["generation"]}
                           for o, r in answers]}
         busy = [r for _, r in answers if r.get("indexing")]
@@ -719,6 +711,31 @@ class Vaults:
                                                    if all(r["progress"][k] is not None for r in busy) else None
                                                    for k in ("done", "total")}}
         return res
+
+
+HEAD = 3
+"""Places at the top of a search across vaults where every vault's best hit has one (more
+when there are more vaults than this)."""
+
+
+def merged(each: list[list[dict]], limit: int) -> list[dict]:
+    """Several vaults' hits (each list best first) as one list of `limit`: by score, but with
+    each vault's best hit among the first HEAD.
+
+    The scores compare: every vault's index has the same fields, boosts and blend
+    (recency, tier, anchors), and BM25 weighs a word by its rarity among that vault's own
+    notes and a note's length against that vault's average, so a score says how well a
+    note answers within its vault. But a word rare in one vault and common in the other
+    lifts the first vault's weaker notes above the other's answer; reciprocal-rank fusion
+    gives each vault's first hit a top place, however weak. Both halves: by score, and each
+    vault's best in the first places. bench/vaults.py measures all of these against one
+    index of all the notes (README, "Several vaults")."""
+    ranked = sorted((h for hits in each for h in hits), key=lambda h: -h["score"])  # stable: ties in vault order
+    best = [hits[0] for hits in each if hits]
+    size = max(HEAD, len(best))
+    head = {id(h) for h in best}
+    head |= {id(h) for h in [h for h in ranked if id(h) not in head][: max(0, size - len(head))]}
+    return ([h for h in ranked if id(h) in head] + [h for h in ranked if id(h) not in head])[:limit]
 
 
 # -- the table: ops.OPS bound to the methods and types here ------------------------------
