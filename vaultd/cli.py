@@ -309,7 +309,8 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
                "  systemctl --user enable --now vaultd.socket vaultd.service\n"
                "  vaultd check                           # is it up? what next?\n"
                "  journalctl --user -u vaultd -f         # its log\n"
-               "To keep it running while you are logged out: loginctl enable-linger")
+               "To keep it running while you are logged out: loginctl enable-linger\n"
+               "  (where polkit is not installed, as on a minimal Debian: sudo loginctl enable-linger $USER)")
 
 
 @cli.command("mcp")
