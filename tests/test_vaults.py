@@ -166,3 +166,44 @@ def test_each_vault_s_best_hit_is_among_the_first_three(two):
     assert [h["vault"] for h in hits] == ["notes", "notes", "work", "notes", "notes"]
     assert scores[2] < scores[4]  # by score alone it would be last
     assert [h["vault"] for h in d.request("search", q="mulch", limit=2)["hits"]] == ["notes", "notes"]  # by score
+
+
+# -- the MCP server and the LSP, on a daemon of two vaults ---------------------------------
+
+
+def test_mcp_search_finds_in_every_vault_and_reads_a_note_of_the_second(two):
+    from test_mcp import session
+
+    d, notes, work = two
+
+    async def steps(c):
+        found = await c.call_tool("search", {"query": "compost"})
+        text = (await c.read_resource((work / "plan.md").as_uri())).contents[0].text
+        return found.structured_content, text
+
+    found, text = session(str(d.socket), steps)
+    assert [(h["vault"], h["path"]) for h in found["hits"]] == [("work", f"{work}/projects/beds.md"),
+                                                               ("notes", f"{notes}/garden.md")]
+    assert text == "# Plan\nThe work plan."
+
+
+def test_lsp_in_the_second_vault_resolves_and_references_there(two):
+    from lsprotocol import types as t
+    from pygls.uris import from_fs_path
+    from test_lsp import lsp
+
+    d, notes, work = two
+    beds = "projects/beds.md"
+
+    async def steps(s):
+        s.open(beds, (work / beds).read_text() + "[[")
+        s.open("plan.md")
+        there = await s.definition(beds, t.Position(line=2, character=7))  # on [[plan]]
+        refs = await s.references("plan.md", t.Position(line=1, character=0))  # the note, not its heading
+        offered = await s.completion(beds, t.Position(line=3, character=2))
+        return there, refs, offered
+
+    there, refs, offered = lsp(work, steps, str(d.socket))
+    assert there.uri == from_fs_path(str(work / "plan.md"))  # not notes/plan.md, the first vault's
+    assert [(r.uri, r.range.start.line) for r in refs] == [(from_fs_path(str(work / beds)), 2)]
+    assert sorted(i.detail for i in offered.items) == ["plan.md", "projects/beds.md"]  # this vault's notes
