@@ -207,3 +207,12 @@ def test_lsp_in_the_second_vault_resolves_and_references_there(two):
     assert there.uri == from_fs_path(str(work / "plan.md"))  # not notes/plan.md, the first vault's
     assert [(r.uri, r.range.start.line) for r in refs] == [(from_fs_path(str(work / beds)), 2)]
     assert sorted(i.detail for i in offered.items) == ["plan.md", "projects/beds.md"]  # this vault's notes
+
+
+def test_odd_vault_names_and_note_paths_are_clear_errors(two):
+    d, notes, work = two
+    for line in (b'{"op":"status","vault":"/a\\u0000b"}', b'{"op":"status","vault":""}', b'{"op":"status","vault":7}'):
+        assert d.send_raw(line + b"\n")["error"]["code"] in ("unknown_vault", "bad_request"), line
+    msg = d.send_raw(b'{"op":"read","note":"/x\\u0000y"}\n')
+    assert msg["error"]["code"] != "internal", msg
+    assert d.status()["vaults"]  # and it goes on serving

@@ -679,7 +679,7 @@ class Vaults:
         first. A name that is none of them: QueryError `unknown_vault`, listing them."""
         if req.vault is not None:
             want = req.vault.rstrip("/") or "/"
-            real = os.path.realpath(os.path.expanduser(want)) if "/" in want or want.startswith("~") else None
+            real = _real(os.path.expanduser(want)) if "/" in want or want.startswith("~") else None
             for o in self.served:
                 if want == o.name or real == o.vault._root:
                     return o
@@ -687,8 +687,7 @@ class Vaults:
         if len(self.served) > 1:
             for field in ("note", "from_"):
                 val = getattr(req, field, None)
-                if isinstance(val, str) and os.path.isabs(val):
-                    real = os.path.realpath(val)
+                if isinstance(val, str) and os.path.isabs(val) and (real := _real(val)):
                     for o in self.served:
                         if real == o.vault._root or real.startswith(o.vault._root + os.sep):
                             return o
@@ -711,6 +710,14 @@ class Vaults:
                                                    if all(r["progress"][k] is not None for r in busy) else None
                                                    for k in ("done", "total")}}
         return res
+
+
+def _real(path: str) -> str | None:
+    """`path` with its symlinks resolved; None for one no file can have (a NUL in it)."""
+    try:
+        return os.path.realpath(path)
+    except ValueError:
+        return None
 
 
 HEAD = 3
