@@ -50,7 +50,7 @@ def two(tmp_path, short_dir):
 def test_both_vaults_indexed_each_in_its_own_state_folder(two, tmp_path):
     d, notes, work = two
     st = d.status()
-    assert [(v["name"], v["path"], v["notes"]) for v in st["vaults"]] == [("notes", str(notes), 2), ("work", str(work), 2)]
+    assert [(v["name"], v["vault"], v["notes"]) for v in st["vaults"]] == [("notes", str(notes), 2), ("work", str(work), 2)]
     assert st["name"] == "notes" and st["vault"] == str(notes)  # a request that names none: the first
     assert d.request("status", vault="work")["vault"] == str(work)
     dirs = sorted(p.name for p in (tmp_path / "state").iterdir())

@@ -263,8 +263,9 @@ class StatusReply(Reply):
 
 
 class SearchReply(Reply):
-    """With `all_vaults`: `vault` is the first vault's, `generation` its generation, and
-    `vaults` says each vault's (name, path, total, generation); each hit has its `vault`."""
+    """Of several vaults: `vault` is the first vault's, `generation` its generation, and
+    `vaults` says each vault's (name, vault: its folder, total, generation); each hit has
+    its `vault` (name)."""
 
     query: str
     vault: str
@@ -511,10 +512,10 @@ class Operations:
         }
 
     def summary(self) -> dict:
-        """This vault in a line of `status`: name, folder, notes, pending, generation, whether
+        """This vault in a line of `status`: name, folder (`vault`), notes, pending, generation, whether
         its first reconcile is done, whether its first index is being built."""
         v = self.vault
-        return {"name": self.name, "path": str(v.root), "notes": len(v.notes), "pending": self.indexer.pending,
+        return {"name": self.name, "vault": str(v.root), "notes": len(v.notes), "pending": self.indexer.pending,
                 "generation": v.generation, "reconciled": v.reconciled, "indexing": v.indexing}
 
     @replies(SearchReply)
@@ -702,7 +703,7 @@ class Vaults:
         res = {"query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
                "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
                "generation": first["generation"], "hits": hits,
-               "vaults": [{"name": o.name, "path": o.vault._root, "total": r["total"], "generation": r["generation"]}
+               "vaults": [{"name": o.name, "vault": o.vault._root, "total": r["total"], "generation": r["generation"]}
                           for o, r in answers]}
         busy = [r for _, r in answers if r.get("indexing")]
         if busy:

@@ -154,8 +154,8 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     import json
     import socket as so
 
-    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
-    cfg = every[0]
+    loaded = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    cfg = loaded[0]
     from . import service
     from .ingest.filters import NoteFilter
     from .paths import runtime_dirs, vault_labels, vault_socket
@@ -164,11 +164,11 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     ok = True
     nxt: str | None = None  # the command to run next
     # what names this vault (these vaults) to the commands suggested: several are the config file's
-    which = f" --vault {cfg.vault}" if len(every) == 1 else f" --config {config_path}" if config_path else ""
+    which = f" --vault {cfg.vault}" if len(loaded) == 1 else f" --config {config_path}" if config_path else ""
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
-    for name, c in zip(vault_labels(cfg.vaults), every):  # config `vaults`: each one
+    for name, c in zip(vault_labels(cfg.vaults), loaded):  # config `vaults`: each one
         notes = sum(1 for _ in NoteFilter(c.watch.extensions, c.watch.ignore_dirs).walk(Path(c.vault)))
-        click.echo(f"vault:     {c.vault} ({notes} notes" + (f"; --vault {name})" if len(every) > 1 else ")"))
+        click.echo(f"vault:     {c.vault} ({notes} notes" + (f"; --vault {name})" if len(loaded) > 1 else ")"))
         stamp = Path(c.state_dir) / "index" / "VERSION"
         version = stamp.read_text().strip() if stamp.exists() else None
         state = "none yet (built at first start)" if version is None else (
@@ -229,14 +229,14 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         if client != cfg.socket:
             click.echo(f"           not where `vaultd run` would listen from here (XDG_RUNTIME_DIR differs): "
                        "do not start another; vaultq finds this one")
-        served = [v["path"] for v in st.get("vaults", ())] or [st.get("vault")]
+        served = [v["vault"] for v in st.get("vaults", ())] or [st.get("vault")]
         if len(served) > 1:
-            click.echo("           serving " + ", ".join(f"{v['name']} ({v['path']}, {v['notes']} notes"
+            click.echo("           serving " + ", ".join(f"{v['name']} ({v['vault']}, {v['notes']} notes"
                                                          + (", first index being built)" if v["indexing"] else ")")
                                                          for v in st["vaults"]))
         if st.get("vault") and [os.path.realpath(p) for p in served] != [os.path.realpath(p) for p in cfg.vaults]:
             click.echo(f"           it serves {', '.join(served)}, not {', '.join(cfg.vaults)}"
-                       + (" (restart it to serve the config's vaults)" if len(every) > 1 or len(served) > 1 else ""))
+                       + (" (restart it to serve the config's vaults)" if len(loaded) > 1 or len(served) > 1 else ""))
             ok = False
         if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
             click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
@@ -255,7 +255,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
             click.echo(f"watch:     ok, {counted}{every}")
         nxt = nxt or ("vaultq status   # the first index is being built" if st.get("indexing") else
-                      f"vaultq --vault {cfg.vault} search WORD" if len(every) == 1 else "vaultq search WORD")
+                      f"vaultq --vault {cfg.vault} search WORD" if len(loaded) == 1 else "vaultq search WORD")
     except OSError as e:
         looked = ", ".join(map(str, runtime_dirs())) or "no runtime folder exists"
         click.echo(f"daemon:    not running on {client} ({e.strerror or e}); looked in {looked}")

@@ -311,7 +311,7 @@ def print_status(st: dict) -> None:
         print(f"{'rebuilt:':<12}{st['index_rebuilt']}")
     if len(st.get("vaults", ())) > 1:  # config `vaults`: the lines above are of `name`
         print(f"{'vaults:':<12}" + f"\n{'':<12}".join(
-            f"{v['name']}{' *' if v['name'] == st.get('name') else ''}  {v['path']}  {v['notes']} notes, "
+            f"{v['name']}{' *' if v['name'] == st.get('name') else ''}  {v['vault']}  {v['notes']} notes, "
             f"{v['pending']} pending" + (", first index being built" if v["indexing"] else "") for v in st["vaults"]))
 
 
@@ -771,7 +771,8 @@ def _quick(argv: list[str]) -> dict | None:
     and agents make most, read without argparse: importing and building it costs about as
     much as the search. None for anything else, which argparse reads (and explains)."""
     args: dict = dict(socket=None, vault=None, command="search", query=[], limit=10, json=False, format="human",
-                      tag=[], path=[], after=None, before=None, all=False, after_generation=None, null=False)
+                      tag=[], path=[], after=None, before=None, all=False, all_vaults=False, after_generation=None,
+                      null=False)
     it = iter(argv)
     command = option = False
     for a in it:
