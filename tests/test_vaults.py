@@ -216,3 +216,40 @@ def test_odd_vault_names_and_note_paths_are_clear_errors(two):
     msg = d.send_raw(b'{"op":"read","note":"/x\\u0000y"}\n')
     assert msg["error"]["code"] != "internal", msg
     assert d.status()["vaults"]  # and it goes on serving
+
+
+ARGS = {"search": {"q": "compost"}, "grep": {"q": "plan"}, "resolve": {"link": "[[plan]]"}, "context": {"q": "plan"},
+        "read": {"note": "plan"}, "backlinks": {"note": "plan"}, "links": {"note": "plan"}, "graph": {"note": "plan"},
+        "changes": {"since": 0}, "pin": {"note": "plan"}, "unpin": {"note": "plan"}, "split": {"list": True},
+        "remember": {"text": "x"}}
+"""Each operation's least arguments."""
+
+
+def test_every_operation_takes_a_vault(two):
+    from vaultd import ops
+
+    d, notes, work = two
+    for op in ops.OPS:
+        for name, folder in (("notes", notes), ("work", work)):
+            msg = d.send_raw(json.dumps({"op": op.name, "vault": name, "paths": "absolute", **ARGS.get(op.name, {})})
+                             .encode() + b"\n")
+            if op.name == "remember":  # capture is off in both
+                assert msg["error"]["code"] == "capture_off"
+                continue
+            assert msg["ok"], (op.name, name, msg)
+            shown = [p for p in _paths(msg["result"]) if p.startswith("/")]
+            assert all(p.startswith(f"{folder}/") or p == str(folder) for p in shown), (op.name, name, shown)
+    assert d.request("grep", q="plan", vault="work", paths="absolute")["matches"][0]["path"] == f"{work}/plan.md"
+    assert d.request("list", vault="work")["total"] == 2
+
+
+def _paths(obj, key=None):
+    if isinstance(obj, dict):
+        for k, val in obj.items():
+            if k != "vaults":  # status: every vault
+                yield from _paths(val, k)
+    elif isinstance(obj, list):
+        for val in obj:
+            yield from _paths(val, key)
+    elif isinstance(obj, str) and key in ("path", "note", "vault", "resolved", "from"):
+        yield obj
