@@ -253,3 +253,27 @@ def _paths(obj, key=None):
             yield from _paths(val, key)
     elif isinstance(obj, str) and key in ("path", "note", "vault", "resolved", "from"):
         yield obj
+
+
+def test_mcp_with_vault_asks_that_vault(two):
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    d, notes, work = two
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultd", "mcp", "--socket", str(d.socket),
+                                                                 "--vault", "work"],
+                                   env={"PYTHONPATH": os.pathsep.join(sys.path)})
+
+    async def main():
+        async with Client(params, read_timeout_seconds=60) as c:
+            read = await c.call_tool("read", {"note": "plan"})
+            one = await c.call_tool("search", {"query": "compost"})
+            every = await c.call_tool("search", {"query": "compost", "all_vaults": True})
+            return read.structured_content, one.structured_content, every.structured_content
+
+    read, one, every = asyncio.run(main())
+    assert read["text"] == "# Plan\nThe work plan."
+    assert [h["path"] for h in one["hits"]] == [f"{work}/projects/beds.md"]
+    assert [h["vault"] for h in every["hits"]] == ["work", "notes"]

@@ -166,7 +166,10 @@ class Daemon:
         self.socket, self.vault = socket, vault
 
     def ask(self, op: str, args: dict) -> dict:
-        """The daemon's answer; DaemonUnavailable or RequestFailed."""
+        """The daemon's answer, of the vault --vault names when the daemon serves several
+        (unless the agent asks every vault); DaemonUnavailable or RequestFailed."""
+        if self.vault and not args.get("all_vaults"):
+            args = {"vault": os.path.realpath(self.vault) if os.path.isdir(self.vault) else self.vault, **args}
         with Client(pick_socket(self.socket, self.vault), timeout=60.0) as c:
             return c.request(op, **args)
 
