@@ -316,7 +316,8 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
 @cli.command("mcp")
 @click.option("--socket", help="The daemon's socket (default: $VAULTD_SOCKET, else the daemon of --vault, of the "
                                "vault around the current folder, or the only one running).")
-@click.option("--vault", type=click.Path(file_okay=False), help="Use the daemon of this vault.")
+@click.option("--vault", help="Use the daemon of this vault (a folder, or its name in the daemon's `vaults`), and "
+                              "ask of this vault.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
               help="Log verbosity (to stderr; stdout is the protocol).")
 def mcp_server(socket, vault, log_level):
