@@ -277,3 +277,18 @@ def test_mcp_with_vault_asks_that_vault(two):
     assert read["text"] == "# Plan\nThe work plan."
     assert [h["path"] for h in one["hits"]] == [f"{work}/projects/beds.md"]
     assert [h["vault"] for h in every["hits"]] == ["work", "notes"]
+
+
+def test_install_service_runs_the_config_s_vaults(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    cfg = write(tmp_path / "c.toml", f'vaults = ["{a}", "{b}"]\n')
+    r = subprocess.run([sys.executable, "-m", "vaultd", "install-service", "--config", str(cfg), "--dry-run"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    unit = r.stdout.split("# ---- vaultd.socket")[0]
+    start = next(ln for ln in unit.splitlines() if ln.startswith("ExecStart="))
+    assert start.endswith(f" run --config {cfg}") and "--vault" not in start  # --vault would serve one alone
+    writable = next(ln for ln in unit.splitlines() if ln.startswith("ReadWritePaths=")).split("=", 1)[1].split()
+    every = Config(vaults=[str(a), str(b)]).load_all()
+    assert [p for p in writable[:4]] == [f"-{p}" for c in every for p in (c.vault, c.state_dir)]
