@@ -192,8 +192,8 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
 # -- the units ----------------------------------------------------------------------------
 
 ROOT = Path(__file__).parent.parent
-NAMESPACED = ("PrivateTmp=", "PrivateDevices=", "PrivateNetwork=", "ProtectSystem=", "ReadWritePaths=",
-              "ProtectKernelTunables=", "ProtectKernelModules=", "ProtectKernelLogs=", "ProtectControlGroups=",
+NAMESPACED = ("PrivateTmp=", "PrivateNetwork=", "ProtectSystem=", "ReadWritePaths=",
+              "ProtectKernelTunables=", "ProtectControlGroups=",
               "ProtectHostname=")
 """The unit's options that need a user namespace, which a user manager may not have
 (systemd 252, or no unprivileged user namespaces): ignored there."""
