@@ -264,7 +264,7 @@ def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, v
     argv = [w.replace("%%", "%") for w in shlex.split(exec_start)]
     argv = argv[1:] if argv[0] == sys.executable else argv  # the wrapper execs Python: the script is its argument
     path = runtime / "vaultd" / f"{name}.sock"
-    path.parent.mkdir(mode=0o700)
+    assert path.parent.is_dir()  # install-service made it, and the state folder: ProtectSystem=strict opens no other
     listener = listening(path)
     try:
         proc = subprocess.Popen([sys.executable, "-c", WRAPPER, str(listener.fileno()), "1", *argv],
@@ -316,3 +316,16 @@ def test_a_client_with_another_xdg_runtime_dir_finds_the_daemon_and_check_says_w
     r = subprocess.run(check, capture_output=True, text=True, timeout=30, env=client_env)
     assert r.returncode == 1 and "daemon:    not running on " in r.stdout
     assert f"next:      vaultd run --vault {vault}" in r.stdout or "next:      vaultd install-service" in r.stdout
+
+
+def test_a_state_folder_that_cannot_be_made_is_a_config_error_not_a_crash(vault, tmp_path):
+    """Exit 2, which the unit does not restart (RestartPreventExitStatus=), with the reason;
+    not a traceback and exit 1, which it would restart in a loop."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    r = subprocess.run([sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir",
+                        str(blocker / "state"), "--socket", str(tmp_path / "s.sock")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"the state folder {blocker / 'state'} cannot be made: Not a directory" in r.stderr
+    assert "Traceback" not in r.stderr

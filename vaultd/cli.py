@@ -163,6 +163,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
 
     ok = True
     nxt: str | None = None  # the command to run next
+    failed = None  # what to run when the unit shows a failure: moot if the daemon answers now
     # what names this vault (these vaults) to the commands suggested: several are the config file's
     which = f" --vault {cfg.vault}" if len(loaded) == 1 else f" --config {config_path}" if config_path else ""
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
@@ -200,8 +201,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             extra = f", listening on {st['listen']}" if st["listen"] else f": {st['status']}" if st["status"] else ""
             click.echo(f"{unit + ':':<10} {what}{extra} [{st['file']}]")
         if svc["active"] == "failed" or svc["result"] not in ("", "success"):
-            ok = False
-            nxt = "journalctl --user -u vaultd -e   # why it failed; then: systemctl --user restart vaultd"
+            nxt = failed = "journalctl --user -u vaultd -e   # why it failed; then: systemctl --user restart vaultd"
         log = service.journal("vaultd.service")
         if log and svc["file"]:
             click.echo("log:       " + "\n           ".join(log.splitlines()[-5:]))
@@ -222,8 +222,13 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             s.connect(client)
             s.sendall(b'{"op":"status"}\n')
             st = json.loads(s.makefile("rb").readline())["result"]
-        click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, "
-                   f"{st.get('broken')} broken links" + (" (first index being built)" if st.get("indexing") else ""))
+        broken = "broken links not counted yet (the link graph is loading)" if st.get("broken") is None else \
+            f"{st['broken']} broken links"
+        click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, {broken}"
+                   + (" (first index being built)" if st.get("indexing") else ""))
+        if nxt == failed:  # it failed before, and runs now (started again by its socket or by hand)
+            click.echo("           running again after the failure the unit shows (its log says why)")
+            nxt = None
         if st.get("socket") and st["socket"] != client:
             click.echo(f"           it says its socket is {st['socket']}")
         if client != cfg.socket:
@@ -301,6 +306,11 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         return
     for path, what in service.install(units, Path(unit_dir) if unit_dir else service.unit_dir()):
         click.echo(f"{what}: {path}")
+    from .vault import make_private
+
+    for c in every:  # ReadWritePaths= opens only what exists when the unit starts: a first start needs it
+        make_private(Path(c.state_dir))
+    Path(cfg.socket).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not config_path and default_config_path() is None:  # so that vaultd check, mcp, index know the vault too
         conf = service.write_config(cfg.vault)
         click.echo(f"written: {conf} (vault = {cfg.vault!r})")

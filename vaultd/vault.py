@@ -15,6 +15,7 @@ from pathlib import Path
 from . import __version__
 from .capture.remember import Capture
 from .config import Config
+from .errors import ConfigError
 from .ingest.filters import NoteFilter
 from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
 from .note import Note
@@ -39,7 +40,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self.root = Path(config.vault)
         self._root = str(self.root)
         self.state_dir = Path(config.state_dir)
-        _make_private(self.state_dir)
+        make_private(self.state_dir)
         self.accept = NoteFilter(config.watch.extensions, config.watch.ignore_dirs)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
         self.graph_path = self.state_dir / graph_file.FILE_NAME
@@ -145,11 +146,16 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         }
 
 
-def _make_private(folder: Path) -> None:
+def make_private(folder: Path) -> None:
     """The state folder and all in it readable by its owner alone (it holds the notes' text:
     the index, the split journal's pre-images), whatever the umask, also when an older
     vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:  # a configuration problem (exit 2: systemd does not restart in a loop)
+        raise ConfigError(f"the state folder {folder} cannot be made: {e.strerror or e}; set state_dir to a folder "
+                          "you can write (under systemd, `vaultd install-service` makes it and lets the unit write "
+                          "there)") from None
     mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*")]  # what vaultd keeps there, and no more
     for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
         try:
