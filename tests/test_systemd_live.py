@@ -233,4 +233,19 @@ def test_installed_units_start_the_daemon_on_the_first_query_and_do_not_loop_on_
     wait_for(lambda: m.show("vaultd.service", "ActiveState")["ActiveState"] == "failed", 30)
     st = m.show("vaultd.service", "ExecMainStatus", "NRestarts", "Result")
     assert st == {"ExecMainStatus": "2", "NRestarts": "0", "Result": "exit-code"}, st
-    m.ctl("stop", "vaultd.socket")
+
+    # fixed, and the units written again (another split mode): the commands it prints run them
+    config.write_text(config.read_text().replace("\nthis is = = not toml\n", ""))
+    r = m.run(sys.executable, "-m", "vaultd", "install-service", "--vault", str(vault), "--state-dir", str(state),
+              "--split", "off")
+    assert "replaced: " in r.stdout, r.stdout + r.stderr
+    for line in r.stdout.splitlines():
+        if line.startswith("  systemctl --user ") and "enable --now" not in line:
+            for cmd in line.split("#")[0].split("&&"):
+                assert m.run(*cmd.split()).returncode == 0, cmd
+    wait_for(lambda: m.show("vaultd.service", "ActiveState")["ActiveState"] == "active", 60)
+    assert m.show("vaultd.socket", "ActiveState")["ActiveState"] == "active"  # still there for the next start
+    assert "--split off" in m.show("vaultd.service", "ExecStart")["ExecStart"]
+    q = m.run(*ask)
+    assert q.returncode == 0 and [Path(p).name for p in q.stdout.splitlines()] == ["Deep work.md"], q.stdout + q.stderr
+    m.ctl("stop", "vaultd.service", "vaultd.socket")

@@ -304,7 +304,8 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         for name, text in units.items():
             click.echo(f"# ---- {name}\n{text}")
         return
-    for path, what in service.install(units, Path(unit_dir) if unit_dir else service.unit_dir()):
+    done = service.install(units, Path(unit_dir) if unit_dir else service.unit_dir())
+    for path, what in done:
         click.echo(f"{what}: {path}")
     from .vault import make_private
 
@@ -316,7 +317,11 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         click.echo(f"written: {conf} (vault = {cfg.vault!r})")
     click.echo(f"vault{'s' if len(every) > 1 else ''} {', '.join(cfg.vaults)}, socket {cfg.socket}. Now:\n"
                "  systemctl --user daemon-reload\n"
-               "  systemctl --user enable --now vaultd.socket vaultd.service\n"
+               + ("  systemctl --user enable vaultd.socket vaultd.service   # then, to run the new units:\n"
+                  "  systemctl --user stop vaultd.service vaultd.socket && systemctl --user start vaultd.socket "
+                  "vaultd.service\n"  # a socket does not restart while its service runs
+                  if any(what == "replaced" for _, what in done) else
+                  "  systemctl --user enable --now vaultd.socket vaultd.service\n") +
                "  vaultd check                           # is it up? what next?\n"
                "  journalctl --user -u vaultd -f         # its log\n"
                "To keep it running while you are logged out: loginctl enable-linger\n"
