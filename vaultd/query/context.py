@@ -13,10 +13,39 @@ import heapq
 import itertools
 import math
 
+from ..parse.markdown import split_front_matter
 from ..render import context_item as render
 from ..render import cost, estimate_tokens  # noqa: F401  (here too: context's callers count with them)
 
 UNITS = ("tokens", "bytes")
+
+
+def note_lines(text: str, path: str) -> tuple[list[str], int]:
+    """A note's text as lines, and the line its body starts on: after the front matter (of
+    Markdown), blank lines, Org keywords and drawers (the note's first real lines)."""
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    start = split_front_matter(lines) + 1 if path.endswith(".md") else 1
+    while start <= len(lines) and (not lines[start - 1].strip() or lines[start - 1].lstrip().startswith(("#+", ":"))):
+        start += 1
+    return lines, start
+
+
+def sections(lines: list[str], headings: list, body_start: int) -> list[tuple[int, int, str | None]]:
+    """The note's heading sections in order: (first, last, heading), the part above the first
+    heading (from `body_start`) with heading None; each from its heading to the line before
+    the next one, trailing blank lines dropped. Context ranks them; semantic recall embeds them."""
+    hs = sorted((h for h in headings if h.line >= body_start), key=lambda h: h.line)
+    starts = [(body_start, None)] + [(h.line, h.text) for h in hs]
+    out = []
+    for i, (first, title) in enumerate(starts):
+        last = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
+        while last > first and not lines[last - 1].strip():
+            last -= 1
+        if last >= first:
+            out.append((first, last, title))
+    return out
 
 
 def ranked_sections(lines: list[str], headings: list, matcher, body_start: int,
@@ -27,19 +56,12 @@ def ranked_sections(lines: list[str], headings: list, matcher, body_start: int,
     much; terms in a heading count twice. The focus is the section's line with the most
     terms: found only for the sections returned, as it reads every line (a seed-scale
     note has hundreds of sections holding a common word)."""
-    hs = sorted((h for h in headings if h.line >= body_start), key=lambda h: h.line)
-    starts = [(body_start, None)] + [(h.line, h.text) for h in hs]
     text = "\n".join(lines)
     low = text.lower() if matcher.latin else text  # once, not per section; bigrams match as written
     at = [0, *itertools.accumulate(len(line) + 1 for line in lines)]  # where each line starts in `text`
-    secs = []
-    for i, (first, title) in enumerate(starts):
-        last = starts[i + 1][0] - 1 if i + 1 < len(starts) else len(lines)
-        while last > first and not lines[last - 1].strip():
-            last -= 1
-        if last >= first:
-            in_text = matcher.terms(text, at[first - 1], at[last] - 1, low)
-            secs.append((first, last, title, matcher.terms(title) if title else set(), in_text))
+    secs = [(first, last, title, matcher.terms(title) if title else set(),
+             matcher.terms(text, at[first - 1], at[last] - 1, low))
+            for first, last, title in sections(lines, headings, body_start)]
     df: dict[str, int] = {}
     for *_, in_head, in_text in secs:
         for t in in_head | in_text:

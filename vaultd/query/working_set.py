@@ -9,7 +9,6 @@ from collections.abc import Callable
 from ..errors import QueryError
 from ..note import Note, headings_of
 from ..parse import decode
-from ..parse.markdown import split_front_matter
 from ..paths import read_head
 from ..store.state import changed_ns
 from . import context as ctx
@@ -88,13 +87,7 @@ class WorkingSet:
                 text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
             except OSError:
                 return [], 1
-            lines = text.split("\n")
-            if text.endswith("\n"):
-                lines.pop()
-            start = split_front_matter(lines) + 1 if note.path.endswith(".md") else 1
-            while start <= len(lines) and (not lines[start - 1].strip() or lines[start - 1].lstrip().startswith(("#+", ":"))):
-                start += 1  # skip blank lines, Org keywords and drawers: the note's first real lines
-            return lines, start
+            return ctx.note_lines(text, note.path)
 
         def maker(note: Note, lines: list[str], kind: str, why: str):
             path = show(note.path)
