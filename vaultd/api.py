@@ -73,6 +73,8 @@ class Search(Request, tag="search"):
     scope: _described(Scope, "auto: the archive (COLD notes) only when too little else matches; "
                              "warm: never the archive; all: everything") = "auto"
     snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
+    explain: _described(bool, "True: each hit with the parts of its score (lexical; semantic, its best "
+                               "section and the weight, with semantic recall on)") = False
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
                                                   "generation and nothing is pending") = None
     all_vaults: _described(bool, "Search every vault the daemon serves (config `vaults`): one list, each hit "
@@ -260,6 +262,8 @@ class StatusReply(Reply):
     watch: dict
     name: str
     vaults: list[dict]
+    semantic: dict | None = None
+    """Semantic recall, when on: its models, notes embedded, notes pending, its last error."""
 
 
 class SearchReply(Reply):
@@ -523,7 +527,8 @@ class Operations:
         """Notes ranked for a query (BM25 over titles, aliases, headings, tags, folder names and text, then
         recency), each with its best lines: path, line and text."""
         v = self.vault
-        return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets))
+        return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets,
+                                                                    req.explain))
 
     @replies(GrepReply)
     def grep(self, req: Grep) -> dict:

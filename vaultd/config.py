@@ -68,6 +68,22 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A note holding a share c of the query's words (stop words aside) scores (1 - this + this * c) times."""
 
 
+class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    enabled: bool = False
+    """Semantic recall: each note's sections embedded (in the background) and the best
+    section's closeness to the query fused into the ranking. Needs `pip install 'vaultd[semantic]'`."""
+    weight: float = 0.3
+    """The share of a top candidate's score that is its best section's cosine, placed between
+    the lowest and the highest among the candidates (the rest: its lexical score as a share
+    of the best one's)."""
+    cjk: bool = True
+    """Embed Hangul/Han/Kana sections and queries with the multilingual model (slower to
+    build); false: such queries get no semantic part (the English model cannot read them)."""
+    scan: int = 10
+    """When the words find fewer notes than this, the notes nearest the query by their vectors
+    join the candidates (up to this many); 0: never."""
+
+
 SPLIT_MODES = ("auto", "propose", "off")
 
 
@@ -137,6 +153,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tiers: Tiers = msgspec.field(default_factory=Tiers)
     split: Split = msgspec.field(default_factory=Split)
     capture: Capture = msgspec.field(default_factory=Capture)
+    semantic: Semantic = msgspec.field(default_factory=Semantic)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "Config":
@@ -249,6 +266,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
         if not 0 <= self.search.coverage_weight <= 1:
             raise ConfigError(f"search.coverage_weight: expected a number from 0 to 1, got {self.search.coverage_weight}")
+        if not 0 <= self.semantic.weight <= 1:
+            raise ConfigError(f"semantic.weight: expected a number from 0 to 1, got {self.semantic.weight}")
+        if self.semantic.scan < 0:
+            raise ConfigError(f"semantic.scan: expected an integer >= 0, got {self.semantic.scan}")
         if self.split.threshold < 1024:
             raise ConfigError(f"split.threshold: expected at least 1024 bytes, got {self.split.threshold}")
         for ext in w.extensions:

@@ -81,6 +81,7 @@ OPS = (
         (("--all",), {"action": "store_true", "help": "search the COLD archive too"}),
         (("--all-vaults",), {"action": "store_true", "help": "search every vault the daemon serves (config `vaults`): "
                                                              "one list, paths of other vaults absolute"}),
+        (("--explain",), {"action": "store_true", "help": "show the parts of each hit's score (lexical, semantic)"}),
         AFTER_GENERATION), tool=True),
     Op("grep", Cli(
         "every line of every note that holds WORDS, each occurrence (as rg -i: see README \"Editors\")",

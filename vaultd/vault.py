@@ -101,8 +101,18 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         """(files read, files to read) of the batch being applied; None while the vault is walked."""
         self.stopping = threading.Event()
         """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
+        self.semantic = None
+        """Semantic recall's section vectors (store/vectors.Embedder) when `[semantic]` is on;
+        imported only then: the base install never loads numpy or a model."""
+        if config.semantic.enabled:
+            from .store.vectors import Embedder
+
+            self.semantic = Embedder(self, cjk=config.semantic.cjk)
+            self.semantic.start()
 
     def close(self) -> None:
+        if self.semantic is not None:
+            self.semantic.close()
         self.state.flush()
         self.save_graph()
         self.index.close()
@@ -142,6 +152,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
             "indexing": self.indexing,
+            "semantic": self.semantic.status() if self.semantic is not None else None,
             **({"progress": self.indexing_progress()} if self.indexing else {}),
         }
 
@@ -156,7 +167,8 @@ def make_private(folder: Path) -> None:
         raise ConfigError(f"the state folder {folder} cannot be made: {e.strerror or e}; set state_dir to a folder "
                           "you can write (under systemd, `vaultd install-service` makes it and lets the unit write "
                           "there)") from None
-    mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*")]  # what vaultd keeps there, and no more
+    mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*"),
+            *folder.glob("*vectors-*")]  # what vaultd keeps there, and no more
     for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
         try:
             st = p.lstat()

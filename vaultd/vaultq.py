@@ -226,6 +226,8 @@ def print_search(res: dict, fmt: str, null: bool = False) -> None:
             tags = f"  [{', '.join(hit['tags'])}]" if hit["tags"] else ""
             head = f"\033[35m{path}\033[0m" if color else path
             w(f"{head}  {hit['title']}{tags}\n")
+            if "explain" in hit:
+                w(f"       {_explained(hit['score'], hit['explain'])}\n")
             for s in hit["snippets"]:
                 num = f"\033[32m{s['line']:>5}\033[0m" if color else f"{s['line']:>5}"
                 w(f"{num}: {_highlight(s['text'], s['highlights'], color)}\n")
@@ -233,6 +235,16 @@ def print_search(res: dict, fmt: str, null: bool = False) -> None:
     if fmt == "human":
         shown = len(res["hits"])
         sys.stderr.write(f"{shown} of {res['total']} notes, {res['took_ms']:.1f} ms\n")
+
+
+def _explained(score: float, e: dict) -> str:
+    """A hit's score and its parts, on one line (search --explain)."""
+    if not e["weight"]:
+        return f"score {score:.4g} = lexical {e['lexical']:.4g}"
+    sem = "no vectors yet" if e["semantic"] is None else f"{e['semantic']:.3f}" + (
+        f" (section at line {e['section']})" if e["section"] else "")
+    return f"score {score:.4g} = {1 - e['weight']:.2f} x lexical {e['lexical']:.4g} (as a share of the best) + " \
+           f"{e['weight']:.2f} x semantic {sem}"
 
 
 def located(path: str, line: int, col: int, byte_col: int, text: str, fmt: str, null: bool = False) -> str:
@@ -480,6 +492,8 @@ def _run(c: _Asker, args) -> int:
                 print("vaultq: --all-vaults searches every vault; --vault names one: give one of them", file=sys.stderr)
                 return EXIT_USAGE
             extra["all_vaults"] = True
+        if args.explain:
+            extra["explain"] = True
         res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
                         after_generation=args.after_generation, **extra)
         _behind(res, args.after_generation)
@@ -772,7 +786,7 @@ def _quick(argv: list[str]) -> dict | None:
     much as the search. None for anything else, which argparse reads (and explains)."""
     args: dict = dict(socket=None, vault=None, command="search", query=[], limit=10, json=False, format="human",
                       tag=[], path=[], after=None, before=None, all=False, all_vaults=False, after_generation=None,
-                      null=False)
+                      null=False, explain=False)
     it = iter(argv)
     command = option = False
     for a in it:

@@ -241,6 +241,8 @@ class Ingest:
         if self.graph is not None:
             self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
         self.generation += 1
+        if self.semantic is not None:  # after the commit: its vectors catch up in the background
+            self.semantic.changed([*(n.path for n in upserts), *gone])
         _release_freed_memory()
         self._record(self.generation, old_notes, upserts, gone)
         self._watch_growth(old_notes, upserts, gone)

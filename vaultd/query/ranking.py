@@ -192,6 +192,9 @@ class Plan:
     units: list[tantivy.Query] = field(default_factory=list)
     """What finds each plain word (stop words aside): the share of them a note holds scales
     its score (see blend)."""
+    parts: dict[str, tuple] = field(default_factory=dict)
+    """With semantic recall, each ranked note's (lexical score, best section's cosine or
+    None, that section's first line or None): set by Search.rank, shown by `explain`."""
 
 
 PHRASE_SCAN = 64 << 20

@@ -62,6 +62,13 @@ class Search:
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0),
                                 shares.get(n.path) if shares else None), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
+        sem = self.semantic
+        if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
+            # the best section's closeness to the words, fused into the top candidates' scores;
+            # and when the words find few notes, those nearest by their vectors join them
+            scfg = self.config.semantic
+            scan = scfg.scan if len(ranked) < scfg.scan and not p.parsed.constrained else 0
+            ranked, p.parts = sem.rescore(words, ranked, scfg.weight, scan, self.notes)
         with_cold = scope == "all"
         if not with_cold:
             warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
@@ -69,8 +76,10 @@ class Search:
             ranked = ranked if with_cold else warm
         return total, ranked[:limit], p, with_cold
 
-    def search(self, q: str, limit: int | None = None, scope: str = "auto", snippets: bool = True) -> dict:
-        """Ranked hits for `q`; each with its best lines unless `snippets` is False (null)."""
+    def search(self, q: str, limit: int | None = None, scope: str = "auto", snippets: bool = True,
+               explain: bool = False) -> dict:
+        """Ranked hits for `q`; each with its best lines unless `snippets` is False (null); with
+        `explain`, each with the parts of its score (see _explain)."""
         t0 = time.perf_counter()
         total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
         matcher = Matcher(p.words, p.stems) if snippets else None
@@ -86,9 +95,24 @@ class Search:
             }
             for score, note in ranked
         ]
+        if explain:
+            for h in hits:
+                h["explain"] = self._explain(p, h["path"], h["score"])
         took = round((time.perf_counter() - t0) * 1000, 3)
         return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "cold": with_cold,
                 "generation": self.generation, "hits": hits}
+
+    def _explain(self, p: Plan, path: str, score: float) -> dict:
+        """The parts of a hit's score: `lexical` (BM25 blended with coverage, anchors, recency and
+        tier) and, with semantic recall on, `semantic` (the cosine of the note's best section to
+        the query, null when the note has no vectors yet), `section` (that section's first
+        line) and `weight` (the cosine's share of the score; the lexical score counts as a share
+        of the best candidate's)."""
+        if path not in p.parts:
+            return {"lexical": score, "semantic": None, "section": None, "weight": 0.0}
+        lexical, cos, line = p.parts[path]
+        return {"lexical": round(lexical, 4), "semantic": None if cos is None else round(cos, 4), "section": line,
+                "weight": self.config.semantic.weight}
 
     def _snippets(self, note: Note, matcher: Matcher, tags: set[str] = frozenset()) -> list:
         """The best lines of `note` for the query; for a `tag:` a heading of it carries (Org
