@@ -4,6 +4,7 @@
     python bench/quality.py ../shared/eval/anchors-dev.json
     python bench/quality.py my-queries.json --corpora DIR
     python bench/quality.py --generated                        # + symbol and tag queries from the corpora
+    python bench/quality.py --semantic                         # every group with and without semantic recall
 
 A query set is a JSON list of {"query", "relevant": [paths], "corpus", "lang"?, "kind"?,
 "heading"?}; paths are relative to DIR/<corpus> (default ../shared/corpora). One daemon
@@ -41,19 +42,27 @@ def norm(s: str) -> str:
 
 
 class Daemon:
-    def __init__(self, vault: Path, work: Path):
-        self.sock = work / f"{abs(hash(str(vault))) % 10**8}.sock"
-        cfg = work / "bench.toml"
-        cfg.write_text('[split]\nmode = "off"\n')  # the corpora are read, never split
+    def __init__(self, vault: Path, work: Path, semantic: bool = False):
+        """`semantic`: with semantic recall on, answering once every note's vectors are made."""
+        name = vault.name + ("-semantic" if semantic else "")
+        self.sock = work / f"{abs(hash(name)) % 10**8}.sock"
+        cfg = work / f"{name}.toml"
+        cfg.write_text('[split]\nmode = "off"\n'  # the corpora are read, never split
+                       + ("[semantic]\nenabled = true\n" if semantic else ""))
         self.proc = subprocess.Popen(
-            [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / vault.name), "--socket",
+            [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / name), "--socket",
              str(self.sock), "--log-level", "warning", "--config", str(cfg)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 3600
         while time.monotonic() < deadline:
             try:
-                if self.ask("status").get("graph") == "ready":
+                st = self.ask("status")
+                if st.get("graph") == "ready" and not (semantic and (st["semantic"]["pending"] or
+                                                                     st["semantic"]["notes"] < st["notes"])):
+                    if semantic and st["semantic"]["error"]:
+                        raise SystemExit(f"semantic recall failed on {vault}: {st['semantic']['error']}")
                     return
+                time.sleep(0.5)
             except OSError:
                 time.sleep(0.05)
         raise SystemExit(f"vaultd did not come up on {vault}")
@@ -92,6 +101,8 @@ def main() -> int:
     ap.add_argument("--show-misses", action="store_true")
     ap.add_argument("--generated", action="store_true",
                     help="also symbol and Org-tag queries made from the corpora (bench/generated_queries.py)")
+    ap.add_argument("--semantic", action="store_true",
+                    help="each corpus also with semantic recall on (the semantic extra): every group with and without")
     args = ap.parse_args()
     queries = json.loads(Path(args.queries).read_text())
     if args.generated:
@@ -99,7 +110,9 @@ def main() -> int:
 
         queries += generated(Path(args.corpora))
     work = Path(tempfile.mkdtemp(prefix="vq"))
-    rows = []  # (groups, vaultd scores, grep scores, heading ok or None)
+    modes = (False, True) if args.semantic else (False,)
+    rows = {m: [] for m in modes}  # (groups, vaultd scores, grep scores, heading ok or None)
+    built = {}  # corpus -> seconds until every note's vectors were made
     try:
         by_corpus = defaultdict(list)
         for q in queries:
@@ -108,32 +121,64 @@ def main() -> int:
             vault = Path(args.corpora) / corpus
             texts = {p.relative_to(vault).as_posix(): p.read_text(errors="replace").casefold()
                      for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
-            d = Daemon(vault, work)
-            try:
-                for q in qs:
-                    res = d.ask("search", q=q["query"], limit=10)
-                    ranked = [h["path"] for h in res["hits"]]
-                    rel = set(q["relevant"])
-                    heading_ok = None
-                    if q.get("heading"):
-                        top = res["hits"][0] if res["hits"] else None
-                        heading_ok = bool(top and top["path"] in rel and any(
-                            norm(s.get("heading") or "") == norm(q["heading"]) for s in top["snippets"]))
-                    s = score(ranked, rel)
-                    if args.show_misses and s[1] == 0:
-                        print(f"miss@5 [{corpus}] {q['query']!r} want {sorted(rel)[0]} got {ranked[:3]}")
-                    groups = ["all", f"lang={q.get('lang', '?')}", f"kind={q.get('kind', '?')}"]
-                    rows.append((groups, s, score(grep_rank(texts, q["query"]), rel), heading_ok))
-            finally:
-                d.stop()
+            for semantic in modes:
+                t = time.monotonic()
+                d = Daemon(vault, work, semantic)
+                if semantic:
+                    built[corpus] = time.monotonic() - t
+                try:
+                    for q in qs:
+                        rows[semantic].append(_ask(d, q, texts, args.show_misses, corpus))
+                finally:
+                    d.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    order = ["all"] + sorted({g for r in rows for g in r[0][1:]})
-    print(f"{Path(args.queries).name}: {len(rows)} queries")
+    print(f"{Path(args.queries).name}: {len(rows[False])} queries")
+    for semantic in modes:
+        if args.semantic:
+            print("\nsemantic recall " + ("on (vectors made in " + ", ".join(f"{c} {s:.0f} s" for c, s in built.items())
+                                        + ")" if semantic else "off"))
+        _table(rows[semantic])
+    if args.semantic:
+        print("\n| group | n | R@1 off | R@1 on | R@5 off | R@5 on | MRR off | MRR on | MRR change |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for g in _groups(rows[False]):
+            a, b = _means(rows[False], g), _means(rows[True], g)
+            print(f"| {g} | {a[4]} | {a[0]:.2f} | {b[0]:.2f} | {a[1]:.2f} | {b[1]:.2f} | {a[3]:.3f} | {b[3]:.3f} | "
+                  f"{b[3] - a[3]:+.3f} |")
+    return 0
+
+
+def _ask(d: Daemon, q: dict, texts: dict[str, str], show_misses: bool, corpus: str) -> tuple:
+    res = d.ask("search", q=q["query"], limit=10)
+    ranked = [h["path"] for h in res["hits"]]
+    rel = set(q["relevant"])
+    heading_ok = None
+    if q.get("heading"):
+        top = res["hits"][0] if res["hits"] else None
+        heading_ok = bool(top and top["path"] in rel and any(
+            norm(s.get("heading") or "") == norm(q["heading"]) for s in top["snippets"]))
+    s = score(ranked, rel)
+    if show_misses and s[1] == 0:
+        print(f"miss@5 [{corpus}] {q['query']!r} want {sorted(rel)[0]} got {ranked[:3]}")
+    groups = ["all", f"lang={q.get('lang', '?')}", f"kind={q.get('kind', '?')}"]
+    return groups, s, score(grep_rank(texts, q["query"]), rel), heading_ok
+
+
+def _groups(rows: list) -> list[str]:
+    return ["all"] + sorted({g for r in rows for g in r[0][1:]})
+
+
+def _means(rows: list, g: str) -> tuple:
+    sel = [r for r in rows if g in r[0]]
+    return (*(sum(r[1][i] for r in sel) / len(sel) for i in range(4)), len(sel))
+
+
+def _table(rows: list) -> None:
     print("| group | n | R@1 | R@5 | R@10 | MRR | heading | grep R@1 | grep R@5 | grep R@10 | grep MRR |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for g in order:
+    for g in _groups(rows):
         sel = [r for r in rows if g in r[0]]
         n = len(sel)
         v = [sum(r[1][i] for r in sel) / n for i in range(4)]
@@ -142,7 +187,6 @@ def main() -> int:
         h = f"{sum(hs) / len(hs):.2f} ({len(hs)})" if hs else "-"
         print(f"| {g} | {n} | {v[0]:.2f} | {v[1]:.2f} | {v[2]:.2f} | {v[3]:.3f} | {h} | "
               f"{gr[0]:.2f} | {gr[1]:.2f} | {gr[2]:.2f} | {gr[3]:.2f} |")
-    return 0
 
 
 if __name__ == "__main__":

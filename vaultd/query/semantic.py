@@ -34,14 +34,14 @@ from ..store.index import CJK_RUN
 
 logger = logging.getLogger("vaultd.semantic")
 
-SECTION_CHARS = 2000
+SECTION_CHARS = 1000
 """A section's text past this many characters is not embedded (its heading and opening are
 what it is about; an average over pages says less)."""
 
-CJK_CHARS = 300
+CJK_CHARS = 250
 """...and for the multilingual model, whose cost grows with the text, this many."""
 
-CJK_SECTIONS = 8
+CJK_SECTIONS = 4
 """Sections of one note the multilingual model embeds at most (the first ones): 30 ms each."""
 
 _LETTER = re.compile(r"[^\W\d_]")
