@@ -14,7 +14,10 @@
     which backlinks wait for, is rebuilt);
 (f) daemon RSS after the index and after 10,000 queries;
 (g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained;
-(h) `context` (what an agent asks for) with a 2,000-token budget, for the record.
+(h) `context` (what an agent asks for) with a 2,000-token budget, for the record;
+(i) with --semantic (the semantic extra installed): semantic recall on, against the same index
+    with it off, both running: vectors made (notes and sections a second, CPU seconds), query
+    round trip p50 per kind (interleaved), freshness, and the RSS it adds.
 Needs ../shared/tools/genvault.py for generated vaults; ripgrep where installed.
 """
 
@@ -121,9 +124,15 @@ def run(cmd, **kw) -> float:
     return time.perf_counter() - t
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Daemon:
-    def __init__(self, vault, state, sock):
-        cfg = Path(state).parent / "bench.toml"
+    def __init__(self, vault, state, sock, cfg: Path | None = None):
+        cfg = cfg or Path(state).parent / "bench.toml"
         self.args = [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(state), "--socket", str(sock),
                      "--log-level", "warning", "--config", str(cfg)]
         self.sock = sock
@@ -157,6 +166,8 @@ def main() -> int:
     ap.add_argument("--vault", help="benchmark this vault (a copy of it) instead of generated ones")
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--churn-seconds", type=float, default=30)
+    ap.add_argument("--semantic", action="store_true", help="also (i): semantic recall on against off (needs the extra)")
+    ap.add_argument("--semantic-config", default="", help="more [semantic] keys for (i), e.g. 'cjk = false'")
     args = ap.parse_args()
     if args.vault:
         vaults = [("yours", None)]
@@ -349,8 +360,77 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
                  f"{notes} notes indexed, {on_disk} on disk; {differ} differ from a fresh build", "",
                  "0 lost, ≤ 2 s"))
     rows.append(row_h)
+    if args.semantic:
+        rows += semantic_rows(args, work, vault, state, kinds)
     label = f"{name}: {len(files)} notes, {mb:.0f} MB"
     return [(label if i == 0 else "", *r) for i, r in enumerate(rows)]
+
+
+def semantic_rows(args, work: Path, vault: Path, state: Path, kinds: dict) -> list[tuple]:
+    """(i) semantic recall: a daemon with it on (a copy of the same index, so only the vectors
+    differ) and one with it off, on the same vault, both running; the machine's load noted."""
+    load0 = os.getloadavg()[0]
+    on_state = work / "state-semantic"
+    shutil.copytree(state, on_state)
+    (on_state / "index" / ".vaultd.lock").unlink(missing_ok=True)
+    cfg = work / "semantic.toml"
+    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n' + args.semantic_config.replace(";", "\n") + "\n")
+    off = Daemon(vault, state, work / "off.sock")
+    off.start()
+    on = Daemon(vault, on_state, work / "on.sock", cfg)
+    t = time.perf_counter()
+    on.start()
+    cpu0 = cpu_s(on.proc.pid)
+    while (st := on.c.ask("status"))["semantic"]["pending"] or st["semantic"]["notes"] < st["notes"]:
+        if st["semantic"]["error"]:
+            sys.exit(f"bench: semantic recall failed: {st['semantic']['error']}")
+        time.sleep(0.2)
+    t_embed, cpu = time.perf_counter() - t, cpu_s(on.proc.pid) - cpu0
+    sem = st["semantic"]
+    rows = [("(i) semantic: vectors made, s / CPU s", f"{t_embed:.1f} / {cpu:.1f}",
+             "; ".join(f"{m}: {n} sections" for m, n in sem["sections"].items()),
+             f"{st['notes'] / t_embed:.0f} notes/s, {sum(sem['sections'].values()) / t_embed:.0f} sections/s",
+             "in the background")]
+    for d in (off, on):
+        while d.c.ask("status").get("graph") != "ready":
+            time.sleep(0.05)
+    for kind, qs in kinds.items():
+        for q in qs:
+            off.c.ask("search", q=q), on.c.ask("search", q=q)
+        lat = {off: [], on: []}
+        for i in range(300):
+            q = qs[i // 2 % len(qs)]
+            for d in ((off, on) if i % 2 else (on, off)):  # which goes first alternates
+                t = time.perf_counter()
+                d.c.ask("search", q=q, limit=10)
+                lat[d].append((time.perf_counter() - t) * 1000)
+        a, b = pct(lat[off], 50), pct(lat[on], 50)
+        rows.append((f"    {kind}: p50 ms on / off", f"{b:.2f}", f"off {a:.2f}", f"{b - a:+.2f} ms", "≤ +1 ms"))
+    fresh = {off: [], on: []}
+    scratch = vault / "bench-semantic"
+    scratch.mkdir()
+    for i in range(30):
+        token = f"semfresh{i:04d}x{random.randrange(10**6)}"
+        t = time.perf_counter()
+        (scratch / f"s{i % 5}.md").write_text(f"# note {i}\n\n{token}\n")
+        waiting = [off, on]
+        while waiting:
+            for d in list(waiting):
+                if any(h["path"].endswith(f"/s{i % 5}.md") for h in d.c.ask("search", q=token, limit=3)["hits"]):
+                    fresh[d].append((time.perf_counter() - t) * 1000)
+                    waiting.remove(d)
+            time.sleep(0.002)
+    rows.append(("    freshness p50/p95 ms, on", f"{pct(fresh[on], 50):.0f}/{pct(fresh[on], 95):.0f}",
+                 f"off {pct(fresh[off], 50):.0f}/{pct(fresh[off], 95):.0f}", "", "p95 unchanged"))
+    r_on, r_off = rss_mb(on.proc.pid), rss_mb(off.proc.pid)
+    a_on, a_off = rss_mb(on.proc.pid, "RssAnon"), rss_mb(off.proc.pid, "RssAnon")
+    rows.append(("    RSS MB, on / off", f"{r_on:.0f}", f"off {r_off:.0f} (anonymous {a_on:.0f} / {a_off:.0f})",
+                 f"{r_on - r_off:+.0f} MB", "≤ +150 MB"))
+    on.stop()
+    off.stop()
+    rows.append(("    machine load (1 min) before / after", f"{load0:.1f} / {os.getloadavg()[0]:.1f}",
+                 f"{os.cpu_count()} CPUs", "", ""))
+    return rows
 
 
 if __name__ == "__main__":

@@ -38,6 +38,10 @@ BATCH = 16
 """Notes embedded between two looks at what else changed (and at whether to stop)."""
 SCAN_ROWS = 1 << 20
 """Sections a vector scan reads at most (see Store.scan)."""
+SCAN_MIN = 0.3
+"""A note a vector scan adds must have a section at least this close to the query: a word no
+note holds (an identifier, a token) is near nothing (WordLlama: below 0.2; a note about the
+query's meaning in other words: 0.35-0.75)."""
 
 
 class _Meta(msgspec.Struct, array_like=True):
@@ -54,6 +58,8 @@ class Store:
     def __init__(self, name: str, dim: int, path: Path):
         self.name, self.dim, self.path = name, dim, path
         self.entries: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+        self.rows = 0
+        """Sections with vectors, over every note."""
         self._packed: tuple[dict, list[str], np.ndarray, np.ndarray] | None = None
 
     def best(self, q: np.ndarray, paths: list[str]) -> dict[str, tuple[float, int]]:
@@ -143,7 +149,7 @@ class Store:
         for p, h, lines in meta.notes:
             entries[p] = (h, np.asarray(lines, np.int32), mat[i : i + len(lines)])
             i += len(lines)
-        self.entries = entries
+        self.entries, self.rows = entries, rows
         return True
 
 
@@ -215,7 +221,10 @@ class Embedder:
                 logger.warning("semantic vectors not saved to %s (%s): made anew at the next start", s.path, e)
 
     def status(self) -> dict:
+        """Its models, the notes embedded (of them, with vectors of each model: `sections`), the
+        notes waiting to be, its last error."""
         return {"models": [self.stores[m].name for m in self.models], "notes": len(self.stores["wordllama"].entries),
+                "sections": {self.stores[m].name: self.stores[m].rows for m in self.models},
                 "pending": self.pending, "error": self.error}
 
     def _run(self) -> None:
@@ -225,7 +234,7 @@ class Embedder:
             pass
         try:  # WordLlama now; the multilingual model (117 MB) when a note or a query needs it
             for m in self.models:
-                if m == "wordllama" or self.stores[m].entries:
+                if m == "wordllama" or self.stores[m].rows:
                     semantic.model(m)
         except Exception as e:
             self.error = f"{type(e).__name__}: {e}"
@@ -287,7 +296,7 @@ class Embedder:
             for p, ts in want.items():
                 entries[p] = (hashes[p], np.asarray([f for f, _ in ts], np.int32), vecs[i : i + len(ts)])
                 i += len(ts)
-            store.entries = entries
+            store.entries, store.rows = entries, sum(len(e[2]) for e in entries.values())
         self.embedded += len(texts)
         self._unsaved = True
 
@@ -298,12 +307,13 @@ class Embedder:
         Hangul/Han/Kana text uses the multilingual model, or none when it is off."""
         m = "use" if semantic.is_cjk(text) else "wordllama"
         store = self.stores.get(m)
-        if store is None or not store.entries or self.error:
+        if store is None or not store.rows or self.error:
             return ranked, {}
         q = semantic.model(m).embed([text])[0]
         if scan:
             seen = {n.path for _, n in ranked}
-            ranked = ranked + [(0.0, notes[p]) for _, p in store.scan(q, scan) if p not in seen and p in notes]
+            ranked = ranked + [(0.0, notes[p]) for c, p in store.scan(q, scan)
+                               if c >= SCAN_MIN and p not in seen and p in notes]
         best = store.best(q, [n.path for _, n in ranked])
         cos = [best[n.path][0] if n.path in best else None for _, n in ranked]
         fused = semantic.fuse([s for s, _ in ranked], cos, weight)
