@@ -42,13 +42,14 @@ def norm(s: str) -> str:
 
 
 class Daemon:
-    def __init__(self, vault: Path, work: Path, semantic: bool = False):
-        """`semantic`: with semantic recall on, answering once every note's vectors are made."""
+    def __init__(self, vault: Path, work: Path, semantic: bool = False, semantic_config: str = ""):
+        """`semantic`: with semantic recall on (and these more `[semantic]` keys), answering once
+        every note's vectors are made."""
         name = vault.name + ("-semantic" if semantic else "")
         self.sock = work / f"{abs(hash(name)) % 10**8}.sock"
         cfg = work / f"{name}.toml"
         cfg.write_text('[split]\nmode = "off"\n'  # the corpora are read, never split
-                       + ("[semantic]\nenabled = true\n" if semantic else ""))
+                       + ("[semantic]\nenabled = true\n" + semantic_config.replace(";", "\n") + "\n" if semantic else ""))
         self.proc = subprocess.Popen(
             [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / name), "--socket",
              str(self.sock), "--log-level", "warning", "--config", str(cfg)],
@@ -103,6 +104,7 @@ def main() -> int:
                     help="also symbol and Org-tag queries made from the corpora (bench/generated_queries.py)")
     ap.add_argument("--semantic", action="store_true",
                     help="each corpus also with semantic recall on (the semantic extra): every group with and without")
+    ap.add_argument("--semantic-config", default="", help="more [semantic] keys, e.g. 'cjk = false; weight = 0.4'")
     args = ap.parse_args()
     queries = json.loads(Path(args.queries).read_text())
     if args.generated:
@@ -123,7 +125,7 @@ def main() -> int:
                      for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
             for semantic in modes:
                 t = time.monotonic()
-                d = Daemon(vault, work, semantic)
+                d = Daemon(vault, work, semantic, args.semantic_config)
                 if semantic:
                     built[corpus] = time.monotonic() - t
                 try:
