@@ -142,6 +142,11 @@ def model(name: str) -> Model:
         return _loaded[name]
 
 
+def loaded(name: str) -> Model | None:
+    """The model of this name if it is loaded, else None (never loads it)."""
+    return _loaded.get(name)
+
+
 def is_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
 

@@ -173,6 +173,9 @@ class Embedder:
         self.embedded = 0
         """Notes embedded since start."""
         self.error: str | None = None
+        """The last failure (for status)."""
+        self.broken: str | None = None
+        """Why semantic recall is off (a model that could not be loaded), or None."""
 
     def start(self) -> None:
         """Read the saved vectors, queue every note whose vectors are missing or stale (and
@@ -232,38 +235,33 @@ class Embedder:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)  # this thread only: the indexer first
         except (OSError, AttributeError):
             pass
-        try:  # WordLlama now; the multilingual model (117 MB) when a note or a query needs it
+        try:  # WordLlama now; the multilingual model (117 MB) once a note has a section for it
             for m in self.models:
                 if m == "wordllama" or self.stores[m].rows:
                     semantic.model(m)
         except Exception as e:
-            self.error = f"{type(e).__name__}: {e}"
+            self.error = self.broken = f"{type(e).__name__}: {e}"
             logger.error("semantic recall is off: its model could not be loaded (%s)", self.error)
             return
         saved_at = time.monotonic()
         while not self._stop.is_set():
             with self._cond:
-                while not self._dirty and not self._stop.is_set():
-                    if self._unsaved:
-                        break
-                    self._cond.wait()
+                if not self._dirty and not self._stop.is_set():  # idle: until a change, or the next save
+                    self._cond.wait(max(0.0, saved_at + SAVE_EVERY - time.monotonic()) if self._unsaved else None)
                 batch = list(self._dirty)[:BATCH]
             if self._stop.is_set():
                 return
-            if not batch:  # caught up: save now
-                self.save()
-                saved_at = time.monotonic()
-                continue
-            try:
-                self._embed(batch)
-            except Exception as e:  # a bug must not stop the daemon: these notes go without vectors
-                self.error = f"{type(e).__name__}: {e}"
-                logger.exception("semantic vectors of %d notes not made", len(batch))
-            with self._cond:
-                for p in batch:
-                    self._dirty.pop(p, None)
-            if time.monotonic() - saved_at > SAVE_EVERY:
-                self.save()
+            if batch:
+                try:
+                    self._embed(batch)
+                except Exception as e:  # a bug must not stop the daemon: these notes go without vectors
+                    self.error = f"{type(e).__name__}: {e}"
+                    logger.exception("semantic vectors of %d notes not made", len(batch))
+                with self._cond:
+                    for p in batch:
+                        self._dirty.pop(p, None)
+            if self._unsaved and time.monotonic() - saved_at >= SAVE_EVERY:  # at most once a minute: a
+                self.save()  # save writes every vector (40 MB at 10,000 notes), not one note's
                 saved_at = time.monotonic()
 
     def _embed(self, batch: list[str]) -> None:
@@ -307,9 +305,10 @@ class Embedder:
         Hangul/Han/Kana text uses the multilingual model, or none when it is off."""
         m = "use" if semantic.is_cjk(text) else "wordllama"
         store = self.stores.get(m)
-        if store is None or not store.rows or self.error:
+        model = semantic.loaded(m)  # loaded by the embedder: a query never waits for a model to load
+        if store is None or not store.rows or model is None or self.broken:
             return ranked, {}
-        q = semantic.model(m).embed([text])[0]
+        q = model.embed([text])[0]
         if scan:
             seen = {n.path for _, n in ranked}
             ranked = ranked + [(0.0, notes[p]) for c, p in store.scan(q, scan)
