@@ -74,6 +74,7 @@ NOTES = {
     "Pasta.md": "# Pasta\n\nBoil the water, add salt, cook the spaghetti for nine minutes.\n",
     "Budget.md": "# Budget\n\nTrack where the money goes each month in a spreadsheet.\n",
     "Hiking.md": "# Hiking\n\nTrails in the mountains, boots, maps and a first aid kit.\n",
+    "환불.md": "# 환불 정책\n\n구매 후 30일 안에 환불을 요청할 수 있습니다.\n",
 }
 
 
@@ -105,6 +106,8 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
             return next(({**h["explain"], "nearest": h["explain"]["semantic"] == best}
                          for h in hits if h["path"] == "Refund policy.md"), None)
 
+        korean = on.request("search", q="환불 정책", explain=True)["hits"]  # never given to the English model
+        assert [h["path"] for h in korean] == ["환불.md"] and korean[0]["explain"]["weight"] == 0.0
         first = refund()
         assert first is not None and first["nearest"] and first["section"] == 1
         gen = on.status()["generation"]
