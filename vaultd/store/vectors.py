@@ -163,8 +163,7 @@ class Embedder:
         folder = Path(vault.state_dir)
         self.models = ["wordllama"] + (["use"] if cjk else [])
         dims = {"wordllama": semantic.WordLlama.dim, "use": semantic.MultilingualUSE.dim}
-        names = {"wordllama": semantic.WordLlama.name, "use": semantic.MultilingualUSE.name}
-        self.stores = {m: Store(names[m], dims[m], folder / f"vectors-{m}.bin") for m in self.models}
+        self.stores = {m: Store(semantic.model_id(m), dims[m], folder / f"vectors-{m}.bin") for m in self.models}
         self._dirty: dict[str, None] = {}
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -224,9 +223,12 @@ class Embedder:
                 logger.warning("semantic vectors not saved to %s (%s): made anew at the next start", s.path, e)
 
     def status(self) -> dict:
-        """Its models, the notes embedded (of them, with vectors of each model: `sections`), the
+        """Its models, whether queries get their semantic part now (`ready`: the model is loaded,
+        a second or so after start), the notes embedded (and the sections of each model), the
         notes waiting to be, its last error."""
-        return {"models": [self.stores[m].name for m in self.models], "notes": len(self.stores["wordllama"].entries),
+        return {"models": [self.stores[m].name for m in self.models],
+                "ready": not self.broken and semantic.loaded("wordllama") is not None,
+                "notes": len(self.stores["wordllama"].entries),
                 "sections": {self.stores[m].name: self.stores[m].rows for m in self.models},
                 "pending": self.pending, "error": self.error}
 
