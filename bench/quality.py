@@ -105,6 +105,8 @@ def main() -> int:
     ap.add_argument("--semantic", action="store_true",
                     help="each corpus also with semantic recall on (the semantic extra): every group with and without")
     ap.add_argument("--semantic-config", default="", help="more [semantic] keys, e.g. 'cjk = false; weight = 0.4'")
+    ap.add_argument("--dump", help="with --semantic: write each query's top 50 with the parts of their scores "
+                                   "(search explain) to this JSON file, to study the fusion")
     args = ap.parse_args()
     queries = json.loads(Path(args.queries).read_text())
     if args.generated:
@@ -115,6 +117,7 @@ def main() -> int:
     modes = (False, True) if args.semantic else (False,)
     rows = {m: [] for m in modes}  # (groups, vaultd scores, grep scores, heading ok or None)
     built = {}  # corpus -> seconds until every note's vectors were made
+    dump = {}
     try:
         by_corpus = defaultdict(list)
         for q in queries:
@@ -131,11 +134,18 @@ def main() -> int:
                 try:
                     for q in qs:
                         rows[semantic].append(_ask(d, q, texts, args.show_misses, corpus))
+                        if semantic and args.dump:
+                            hits = d.ask("search", q=q["query"], limit=50, snippets=False, explain=True)["hits"]
+                            dump[q.get("id", q["query"])] = {"q": q, "hits": [
+                                (h["path"], h["explain"]["lexical"], h["explain"]["semantic"], h["explain"]["coverage"])
+                                for h in hits]}
                 finally:
                     d.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dump, ensure_ascii=False))
     print(f"{Path(args.queries).name}: {len(rows[False])} queries")
     for semantic in modes:
         if args.semantic:

@@ -72,10 +72,13 @@ class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     enabled: bool = False
     """Semantic recall: each note's sections embedded (in the background) and the best
     section's closeness to the query fused into the ranking. Needs `pip install 'vaultd[semantic]'`."""
-    weight: float = 0.3
+    weight: float = 0.4
     """The share of a top candidate's score that is its best section's cosine, placed between
     the lowest and the highest among the candidates (the rest: its lexical score as a share
-    of the best one's)."""
+    of the best one's), when no candidate holds every word of the query..."""
+    matched_weight: float = 0.25
+    """...and when one does (or the words are not counted: one word, Hangul/Han/Kana): the words
+    are trusted more."""
     cjk: bool = True
     """Embed Hangul/Han/Kana sections and queries with the multilingual model (slower to
     build); false: such queries get no semantic part (the English model cannot read them)."""
@@ -266,8 +269,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
         if not 0 <= self.search.coverage_weight <= 1:
             raise ConfigError(f"search.coverage_weight: expected a number from 0 to 1, got {self.search.coverage_weight}")
-        if not 0 <= self.semantic.weight <= 1:
-            raise ConfigError(f"semantic.weight: expected a number from 0 to 1, got {self.semantic.weight}")
+        for key in ("weight", "matched_weight"):
+            if not 0 <= (val := getattr(self.semantic, key)) <= 1:
+                raise ConfigError(f"semantic.{key}: expected a number from 0 to 1, got {val}")
         if self.semantic.scan < 0:
             raise ConfigError(f"semantic.scan: expected an integer >= 0, got {self.semantic.scan}")
         if self.split.threshold < 1024:

@@ -192,6 +192,10 @@ class Plan:
     units: list[tantivy.Query] = field(default_factory=list)
     """What finds each plain word (stop words aside): the share of them a note holds scales
     its score (see blend)."""
+    shares: dict[str, float] = field(default_factory=dict)
+    """Each candidate's share of the units (see blend), when counted: set by Search.rank."""
+    weight: float = 0.0
+    """The share of the semantic part in the scores (see Search.rank), 0 without it."""
     parts: dict[str, tuple] = field(default_factory=dict)
     """With semantic recall, each ranked note's (lexical score, best section's cosine or
     None, that section's first line or None): set by Search.rank, shown by `explain`."""

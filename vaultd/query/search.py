@@ -62,13 +62,16 @@ class Search:
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0),
                                 shares.get(n.path) if shares else None), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
+        p.shares = shares or {}
         sem = self.semantic
         if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
             # the best section's closeness to the words, fused into the top candidates' scores;
             # and when the words find few notes, those nearest by their vectors join them
             scfg = self.config.semantic
             scan = scfg.scan if len(ranked) < scfg.scan and not p.parsed.constrained else 0
-            ranked, p.parts = sem.rescore(words, ranked, scfg.weight, scan, self.notes)
+            matched = not shares or max(shares.values()) >= 1.0  # a candidate holds every word
+            p.weight = scfg.matched_weight if matched else scfg.weight
+            ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
         with_cold = scope == "all"
         if not with_cold:
             warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
@@ -104,15 +107,17 @@ class Search:
 
     def _explain(self, p: Plan, path: str, score: float) -> dict:
         """The parts of a hit's score: `lexical` (BM25 blended with coverage, anchors, recency and
-        tier) and, with semantic recall on, `semantic` (the cosine of the note's best section to
+        tier), `coverage` (the share of the query's words it holds, null when not counted) and, with semantic recall on, `semantic` (the cosine of the note's best section to
         the query, null when the note has no vectors yet), `section` (that section's first
-        line) and `weight` (the cosine's share of the score; the lexical score counts as a share
-        of the best candidate's)."""
+        line) and `weight` (the cosine's share of the score: [semantic] weight, or matched_weight
+        when a candidate holds every word; the lexical score counts as a share of the best
+        candidate's)."""
+        coverage = p.shares.get(path)
         if path not in p.parts:
-            return {"lexical": score, "semantic": None, "section": None, "weight": 0.0}
+            return {"lexical": score, "coverage": coverage, "semantic": None, "section": None, "weight": 0.0}
         lexical, cos, line = p.parts[path]
-        return {"lexical": round(lexical, 4), "semantic": None if cos is None else round(cos, 4), "section": line,
-                "weight": self.config.semantic.weight}
+        return {"lexical": round(lexical, 4), "coverage": coverage, "semantic": None if cos is None else round(cos, 4),
+                "section": line, "weight": p.weight}
 
     def _snippets(self, note: Note, matcher: Matcher, tags: set[str] = frozenset()) -> list:
         """The best lines of `note` for the query; for a `tag:` a heading of it carries (Org
