@@ -128,6 +128,9 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     try:  # read back at start: nothing to embed
         st = wait_for(lambda: (s := again.status()["semantic"])["ready"] and s, 10)
         assert st["notes"] == len(NOTES) and st["pending"] == 0
+        out = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(again.socket), "status"],
+                             capture_output=True, text=True, timeout=30).stdout
+        assert f"semantic:   {len(NOTES)} notes embedded, 0 to go\n" in out
         assert "Refund policy.md" in again.search_paths(q)
     finally:
         again.stop()

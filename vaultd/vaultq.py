@@ -312,6 +312,9 @@ def print_status(st: dict) -> None:
                                      if st["capture"] else "off: remember is refused ([capture] folder turns it on)"))
     if st.get("indexing"):
         print(f"{'indexing:':<12}the first index is being built: {_progress(st)}")
+    if sem := st.get("semantic"):
+        print(f"{'semantic:':<12}{sem['notes']} notes embedded, {sem['pending']} to go"
+              + ("" if sem["ready"] else " (its model is loading)") + (f"; error: {sem['error']}" if sem["error"] else ""))
     # what is wrong, or not this daemon's to do: said only when so
     if (w := st.get("watch")) and not w.get("ok", True):
         print(f"{'watch:':<12}DEGRADED: {w.get('problem')}")
