@@ -107,11 +107,11 @@ class Search:
 
     def _explain(self, p: Plan, path: str, score: float) -> dict:
         """The parts of a hit's score: `lexical` (BM25 blended with coverage, anchors, recency and
-        tier), `coverage` (the share of the query's words it holds, null when not counted) and, with semantic recall on, `semantic` (the cosine of the note's best section to
-        the query, null when the note has no vectors yet), `section` (that section's first
-        line) and `weight` (the cosine's share of the score: [semantic] weight, or matched_weight
-        when a candidate holds every word; the lexical score counts as a share of the best
-        candidate's)."""
+        tier), `coverage` (the share of the query's words it holds, null when not counted) and,
+        with semantic recall on, `semantic` (the cosine of the note's best section to the query,
+        null when the note has no vectors yet), `section` (that section's first line) and
+        `weight` (the cosine's share of the score: [semantic] weight, or matched_weight when a
+        candidate holds every word; the lexical score counts as a share of the best one's)."""
         coverage = p.shares.get(path)
         if path not in p.parts:
             return {"lexical": score, "coverage": coverage, "semantic": None, "section": None, "weight": 0.0}
