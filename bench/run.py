@@ -167,7 +167,8 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--churn-seconds", type=float, default=30)
     ap.add_argument("--semantic", action="store_true", help="also (i): semantic recall on against off (needs the extra)")
-    ap.add_argument("--semantic-config", default="", help="more [semantic] keys for (i), e.g. 'cjk = false'")
+    ap.add_argument("--semantic-config", action="append", default=[],
+                    help="more [semantic] keys for (i), e.g. 'cjk = false'; repeated: (i) once for each")
     args = ap.parse_args()
     if args.vault:
         vaults = [("yours", None)]
@@ -361,20 +362,23 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
                  "0 lost, ≤ 2 s"))
     rows.append(row_h)
     if args.semantic:
-        rows += semantic_rows(args, work, vault, state, kinds)
+        for i, extra in enumerate(args.semantic_config or [""]):
+            rows += semantic_rows(extra, work / f"semantic{i}", vault, state, kinds)
     label = f"{name}: {len(files)} notes, {mb:.0f} MB"
     return [(label if i == 0 else "", *r) for i, r in enumerate(rows)]
 
 
-def semantic_rows(args, work: Path, vault: Path, state: Path, kinds: dict) -> list[tuple]:
-    """(i) semantic recall: a daemon with it on (a copy of the same index, so only the vectors
-    differ) and one with it off, on the same vault, both running; the machine's load noted."""
+def semantic_rows(extra: str, work: Path, vault: Path, state: Path, kinds: dict) -> list[tuple]:
+    """(i) semantic recall (with `extra` [semantic] keys): a daemon with it on (a copy of the same
+    index, so only the vectors differ) and one with it off, on the same vault, both running;
+    the machine's load noted."""
+    work.mkdir()
     load0 = os.getloadavg()[0]
     on_state = work / "state-semantic"
     shutil.copytree(state, on_state)
     (on_state / "index" / ".vaultd.lock").unlink(missing_ok=True)
     cfg = work / "semantic.toml"
-    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n' + args.semantic_config.replace(";", "\n") + "\n")
+    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n' + extra.replace(";", "\n") + "\n")
     off = Daemon(vault, state, work / "off.sock")
     off.start()
     on = Daemon(vault, on_state, work / "on.sock", cfg)
@@ -387,7 +391,7 @@ def semantic_rows(args, work: Path, vault: Path, state: Path, kinds: dict) -> li
         time.sleep(0.2)
     t_embed, cpu = time.perf_counter() - t, cpu_s(on.proc.pid) - cpu0
     sem = st["semantic"]
-    rows = [("(i) semantic: vectors made, s / CPU s", f"{t_embed:.1f} / {cpu:.1f}",
+    rows = [(f"(i) semantic{' (' + extra + ')' if extra else ''}: vectors made, s / CPU s", f"{t_embed:.1f} / {cpu:.1f}",
              "; ".join(f"{m}: {n} sections" for m, n in sem["sections"].items()),
              f"{st['notes'] / t_embed:.0f} notes/s, {sum(sem['sections'].values()) / t_embed:.0f} sections/s",
              "in the background")]
@@ -407,7 +411,7 @@ def semantic_rows(args, work: Path, vault: Path, state: Path, kinds: dict) -> li
         a, b = pct(lat[off], 50), pct(lat[on], 50)
         rows.append((f"    {kind}: p50 ms on / off", f"{b:.2f}", f"off {a:.2f}", f"{b - a:+.2f} ms", "≤ +1 ms"))
     fresh = {off: [], on: []}
-    scratch = vault / "bench-semantic"
+    scratch = vault / f"bench-{work.name}"
     scratch.mkdir()
     for i in range(30):
         token = f"semfresh{i:04d}x{random.randrange(10**6)}"

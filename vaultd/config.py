@@ -83,8 +83,8 @@ class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Embed Hangul/Han/Kana sections and queries with the multilingual model (slower to
     build); false: such queries get no semantic part (the English model cannot read them)."""
     scan: int = 10
-    """When the words find fewer notes than this, the notes nearest the query by their vectors
-    join the candidates (up to this many); 0: never."""
+    """When the words find fewer notes than this, and none holds every word of the query, the
+    notes nearest the query by their vectors join the candidates (up to this many); 0: never."""
 
 
 SPLIT_MODES = ("auto", "propose", "off")

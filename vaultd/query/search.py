@@ -68,9 +68,9 @@ class Search:
             # the best section's closeness to the words, fused into the top candidates' scores;
             # and when the words find few notes, those nearest by their vectors join them
             scfg = self.config.semantic
-            scan = scfg.scan if len(ranked) < scfg.scan and not p.parsed.constrained else 0
-            matched = not shares or max(shares.values()) >= 1.0  # a candidate holds every word
+            matched = bool(ranked) and (not shares or max(shares.values()) >= 1.0)  # a candidate holds every word
             p.weight = scfg.matched_weight if matched else scfg.weight
+            scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
             ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
         with_cold = scope == "all"
         if not with_cold:

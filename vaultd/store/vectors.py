@@ -36,8 +36,8 @@ SAVE_EVERY = 60.0
 """Seconds at least between two saves while vectors are being made; saved when done, and at shutdown."""
 BATCH = 16
 """Notes embedded between two looks at what else changed (and at whether to stop)."""
-SCAN_ROWS = 1 << 20
-"""Sections a vector scan reads at most (see Store.scan)."""
+SCAN_WIDTH = 5
+"""A vector scan for k notes compares the sections of the 5k nearest by their mean (see Store.scan)."""
 SCAN_MIN = 0.3
 """A note a vector scan adds must have a section at least this close to the query: a word no
 note holds (an identifier, a token) is near nothing (WordLlama: below 0.2; a note about the
@@ -51,63 +51,76 @@ class _Meta(msgspec.Struct, array_like=True):
     notes: list[tuple[str, str, list[int]]]  # (path, hash, first line of each section)
 
 
+def _means(vecs: np.ndarray, counts: list[int]) -> np.ndarray:
+    """Each note's mean vector (float32, normalised) of its `counts` consecutive rows of `vecs`;
+    a zero row for a note with none."""
+    out = np.zeros((len(counts), vecs.shape[1]), np.float32)
+    have = [i for i, n in enumerate(counts) if n]
+    if have:
+        starts = np.cumsum([0] + counts)[have]
+        out[have] = np.add.reduceat(vecs.astype(np.float32), starts, axis=0) if len(vecs) else 0
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+    return out
+
+
 class Store:
-    """One model's section vectors, by note path: (hash, first lines, float16 vectors).
-    Entries are replaced, never changed in place: a reader needs no lock."""
+    """One model's section vectors, by note path: (hash, first lines, float16 vectors, their
+    mean). Entries are replaced, never changed in place: a reader needs no lock."""
 
     def __init__(self, name: str, dim: int, path: Path):
         self.name, self.dim, self.path = name, dim, path
-        self.entries: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+        self.entries: dict[str, tuple[str, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.rows = 0
         """Sections with vectors, over every note."""
-        self._packed: tuple[dict, list[str], np.ndarray, np.ndarray] | None = None
+        self._centroids: tuple[dict, list[str], np.ndarray] | None = None
 
     def best(self, q: np.ndarray, paths: list[str]) -> dict[str, tuple[float, int]]:
-        """For each of `paths` with vectors: (the best section's cosine with `q`, its first line)."""
-        out = {}
+        """For each of `paths` with vectors: (the best section's cosine with `q`, its first line).
+        One product for all of them (float16 has no BLAS: made float32 first)."""
         entries = self.entries
-        for p in paths:
-            e = entries.get(p)
-            if e is not None and len(e[2]):
-                sims = e[2].astype(np.float32) @ q
-                i = int(sims.argmax())
-                out[p] = (float(sims[i]), int(e[1][i]))
+        have = [(p, e) for p in paths if (e := entries.get(p)) is not None and len(e[2])]
+        if not have:
+            return {}
+        sims = np.concatenate([e[2] for _, e in have]).astype(np.float32) @ q
+        out, i = {}, 0
+        for p, (_, lines, vecs, _) in have:
+            seg = sims[i : i + len(vecs)]
+            j = int(seg.argmax())
+            out[p] = (float(seg[j]), int(lines[j]))
+            i += len(vecs)
         return out
 
     def scan(self, q: np.ndarray, k: int) -> list[tuple[float, str]]:
-        """The `k` notes whose best section is nearest `q`, (cosine, path), best first: every
-        section read (at most SCAN_ROWS), for queries whose words find too few notes."""
-        entries = self.entries
-        packed = self._packed
-        if packed is None or packed[0] is not entries:
-            rows = [(p, len(e[2])) for p, e in entries.items() if len(e[2])]
-            mats = [entries[p][2] for p, _ in rows]
-            owner = np.repeat(np.arange(len(rows)), [n for _, n in rows]) if rows else np.zeros(0, np.int64)
-            packed = (entries, [p for p, _ in rows], owner[:SCAN_ROWS],
-                      np.concatenate(mats)[:SCAN_ROWS] if mats else np.zeros((0, self.dim), np.float16))
-            self._packed = packed
-        _, paths, owner, mat = packed
-        if not len(mat):
+        """The `k` notes whose best section is nearest `q`, (cosine, path), best first, for
+        queries whose words find too few notes: every note's mean vector read (a float32 copy,
+        4 bytes x dims a note, made again after the vectors change), and the best sections of
+        the SCAN_WIDTH x `k` nearest by it compared."""
+        cache = self._centroids
+        if cache is None or cache[0] is not self.entries:
+            entries = self.entries
+            paths = [p for p, e in entries.items() if len(e[2])]
+            cent = np.stack([entries[p][3] for p in paths]) if paths else np.zeros((0, self.dim), np.float32)
+            cache = self._centroids = (entries, paths, cent)
+        _, paths, cent = cache
+        if not paths:
             return []
-        sims = np.empty(len(mat), np.float32)
-        for i in range(0, len(mat), 65536):  # float16 has no BLAS: in float32, a slice at a time
-            sims[i : i + 65536] = mat[i : i + 65536].astype(np.float32) @ q
-        best = np.full(len(paths), -2.0, np.float32)
-        np.maximum.at(best, owner, sims)
-        top = np.argsort(-best)[:k]
-        return [(float(best[i]), paths[i]) for i in top if best[i] > -2.0]
+        sims = cent @ q
+        n = min(len(paths), SCAN_WIDTH * k)
+        near = np.argpartition(-sims, n - 1)[:n]
+        best = self.best(q, [paths[i] for i in near])
+        return sorted(((c, p) for p, (c, _) in best.items()), reverse=True)[:k]
 
     def save(self) -> int:
         """Write the store atomically (temp file, fsync, rename), readable by its owner alone."""
         entries = self.entries
-        meta = _Meta(VERSION, self.name, self.dim, [(p, h, lines.tolist()) for p, (h, lines, _) in entries.items()])
+        meta = _Meta(VERSION, self.name, self.dim, [(p, h, lines.tolist()) for p, (h, lines, _, _) in entries.items()])
         head = msgspec.msgpack.encode(meta)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             with open(fd, "wb", closefd=False) as f:
                 f.write(MAGIC + struct.pack("<Q", len(head)) + head)
-                for _, _, vecs in entries.values():
+                for _, _, vecs, _ in entries.values():
                     f.write(np.ascontiguousarray(vecs, np.float16).tobytes())
                 f.flush()
                 os.fsync(fd)
@@ -146,8 +159,9 @@ class Store:
             logger.warning("semantic vectors at %s cannot be read (%s): made anew", self.path, e)
             return False
         i, entries = 0, {}
-        for p, h, lines in meta.notes:
-            entries[p] = (h, np.asarray(lines, np.int32), mat[i : i + len(lines)])
+        means = _means(mat, [len(lines) for _, _, lines in meta.notes])
+        for (p, h, lines), mean in zip(meta.notes, means):
+            entries[p] = (h, np.asarray(lines, np.int32), mat[i : i + len(lines)], mean)
             i += len(lines)
         self.entries, self.rows = entries, rows
         return True
@@ -177,19 +191,22 @@ class Embedder:
         """Why semantic recall is off (a model that could not be loaded), or None."""
 
     def start(self) -> None:
-        """Read the saved vectors, queue every note whose vectors are missing or stale (and
-        drop those of notes gone), and start the thread."""
+        """Start the thread: it reads the saved vectors, queues every note whose vectors are
+        missing or stale (and drops those of notes gone), loads the model, and embeds."""
+        self._thread = threading.Thread(target=self._run, name="semantic embedder", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
         notes = self.vault.notes
         for s in self.stores.values():
             s.load()
             gone = [p for p in s.entries if p not in notes]
             if gone:
                 s.entries = {p: e for p, e in s.entries.items() if p in notes}
+                s.rows = sum(len(e[2]) for e in s.entries.values())
                 self._unsaved = True
         wl = self.stores["wordllama"].entries
         self.changed([p for p, n in notes.items() if (e := wl.get(p)) is None or e[0] != n.hash])
-        self._thread = threading.Thread(target=self._run, name="semantic embedder", daemon=True)
-        self._thread.start()
 
     def changed(self, paths) -> None:
         """Notes committed (changed, added or deleted): their vectors are made anew (or dropped)."""
@@ -238,6 +255,7 @@ class Embedder:
         except (OSError, AttributeError):
             pass
         try:  # WordLlama now; the multilingual model (117 MB) once a note has a section for it
+            self._load()
             for m in self.models:
                 if m == "wordllama" or self.stores[m].rows:
                     semantic.model(m)
@@ -293,8 +311,9 @@ class Embedder:
             for p in batch:
                 entries.pop(p, None)
             i = 0
-            for p, ts in want.items():
-                entries[p] = (hashes[p], np.asarray([f for f, _ in ts], np.int32), vecs[i : i + len(ts)])
+            means = _means(vecs, [len(ts) for ts in want.values()])
+            for (p, ts), mean in zip(want.items(), means):
+                entries[p] = (hashes[p], np.asarray([f for f, _ in ts], np.int32), vecs[i : i + len(ts)], mean)
                 i += len(ts)
             store.entries, store.rows = entries, sum(len(e[2]) for e in entries.values())
         self.embedded += len(texts)
