@@ -420,7 +420,8 @@ def semantic_rows(extra: str, work: Path, vault: Path, state: Path, kinds: dict)
         waiting = [off, on]
         while waiting:
             for d in list(waiting):
-                if any(h["path"].endswith(f"/s{i % 5}.md") for h in d.c.ask("search", q=token, limit=3)["hits"]):
+                hits = d.c.ask("search", q=token, limit=3)["hits"]  # the new text, not the old one's vectors
+                if any(token in sn["text"] for h in hits for sn in h["snippets"] or ()):
                     fresh[d].append((time.perf_counter() - t) * 1000)
                     waiting.remove(d)
             time.sleep(0.002)
