@@ -134,3 +134,14 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
         assert "Refund policy.md" in again.search_paths(q)
     finally:
         again.stop()
+
+
+def test_fused_scores_stay_on_the_lexical_scale():
+    """Several vaults' hits are merged by score (api.merged): a vault with semantic recall on
+    must not answer on a 0..1 scale beside another's BM25 scores."""
+    from vaultd.query.semantic import fuse
+
+    lexical = [12.0, 9.0, 3.0]
+    fused = fuse(lexical, [0.2, 0.9, 0.5], 0.4)  # the nearest section leads; the best lexical score is the scale
+    assert fused == pytest.approx([12 * 0.6, 12 * (0.6 * 0.75 + 0.4), 12 * (0.6 * 0.25 + 0.4 * 0.3 / 0.7)])
+    assert fuse(lexical, [0.5, 0.5, 0.5], 0.4) == [s * 0.6 for s in lexical]  # no cosine spread: the lexical order

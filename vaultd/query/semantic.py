@@ -200,10 +200,12 @@ def fuse(lexical: list[float], cosine: list[float | None], weight: float) -> lis
     between the lowest (0) and the highest (1) among the candidates, so that the part is
     the same whatever the model's scale of cosines (a candidate without vectors yet
     counts the lowest). Measured on the dev set: min-max cosines lift synonym queries as
-    raw cosines at a higher weight do, and cost typo queries nothing where those cost 0.04."""
+    raw cosines at a higher weight do, and cost typo queries nothing where those cost 0.04.
+    The result is scaled back by the best lexical score: the same order, on the scale the
+    hits of a vault without semantic recall, or of another vault, are merged on (api.merged)."""
     top = max(lexical, default=0.0) or 1.0
     known = [c for c in cosine if c is not None]
     lo, hi = min(known, default=0.0), max(known, default=0.0)
     span = hi - lo or 1.0
-    return [(1 - weight) * s / top + weight * ((c if c is not None else lo) - lo) / span
+    return [top * ((1 - weight) * s / top + weight * ((c if c is not None else lo) - lo) / span)
             for s, c in zip(lexical, cosine)]
