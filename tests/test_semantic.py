@@ -136,6 +136,8 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
         again.stop()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="the semantic extra is not installed "
+                    "(make test EXTRAS=semantic)")
 def test_fused_scores_stay_on_the_lexical_scale():
     """Several vaults' hits are merged by score (api.merged): a vault with semantic recall on
     must not answer on a 0..1 scale beside another's BM25 scores."""
