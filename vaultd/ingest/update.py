@@ -61,8 +61,12 @@ class Ingest:
 
     def reconcile(self, progress: Progress | None = None, graph: bool = True) -> tuple[int, int]:
         """Bring the index in line with the vault by a stat scan, then build the link graph
-        if there is none yet (unless `graph` is False). Returns (upserted, deleted)."""
+        if there is none yet (unless `graph` is False). A graph saved beside the index is read
+        first (in well under a second: its tables are decoded as asked for), and the scan's
+        changes applied to it as to any. Returns (upserted, deleted)."""
         self.progress = (0, None)
+        if graph and self.graph is None and self._saved_graph is not None and not self.stopping.is_set():
+            self._read_saved_graph()
         on_disk = dict(self.accept.walk(self.root))
         if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
             raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
@@ -75,8 +79,6 @@ class Ingest:
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
         result = self.apply(changed + gone, progress=progress)
         self.reconciled = True
-        if graph and self.graph is None and self._saved_graph is not None and not self.stopping.is_set():
-            self._read_saved_graph()
         if graph and self.graph is None and not self.stopping.is_set():
             with self._apply_lock:
                 t = time.perf_counter()
@@ -102,7 +104,7 @@ class Ingest:
 
     def _read_saved_graph(self) -> None:
         """The saved graph read, and brought up to date with the notes that changed since
-        it was saved (by the first reconcile: files changed while vaultd was stopped)."""
+        it was saved (when the note table changed meanwhile)."""
         with self._apply_lock:
             saved, self._saved_graph = self._saved_graph, None
             if saved is None or self.graph is not None:

@@ -105,6 +105,96 @@ LABEL_CACHE = 100_000
 labels, 20,700 of them distinct; the terms of each cost 6 us)."""
 
 
+_NONE = object()
+
+
+class Lazy(dict):
+    """A table some of whose values are still as they were saved (graph_file.py): each is
+    decoded when first asked for, so that a loaded graph is ready without first making the
+    million objects a big vault's tables hold (most are never asked for). `raw`: key -> the
+    saved value; `decode` makes the value of one; `default` (a type), when given, the value
+    of a key in neither, as a defaultdict does. Listing its items decodes every value."""
+
+    __slots__ = ("raw", "decode", "default")
+
+    def __init__(self, raw: dict, decode: Callable, default: Callable | None = None) -> None:
+        super().__init__()
+        self.raw, self.decode, self.default = raw, decode, default
+
+    def _take(self, k):
+        v = self.decode(self.raw.pop(k))
+        dict.__setitem__(self, k, v)
+        return v
+
+    def __missing__(self, k):
+        if k in self.raw:
+            return self._take(k)
+        if self.default is None:
+            raise KeyError(k)
+        v = self.default()
+        dict.__setitem__(self, k, v)
+        return v
+
+    def get(self, k, default=None):
+        v = dict.get(self, k, _NONE)
+        if v is not _NONE:
+            return v
+        return self._take(k) if k in self.raw else default
+
+    def __contains__(self, k) -> bool:
+        return dict.__contains__(self, k) or k in self.raw
+
+    def __setitem__(self, k, v) -> None:
+        self.raw.pop(k, None)
+        dict.__setitem__(self, k, v)
+
+    def __delitem__(self, k) -> None:
+        if self.raw.pop(k, _NONE) is _NONE:
+            dict.__delitem__(self, k)
+        else:
+            dict.pop(self, k, None)
+
+    def pop(self, k, *default):
+        if k in self.raw:
+            self._take(k)
+        return dict.pop(self, k, *default)
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + len(self.raw)
+
+    def __iter__(self):
+        return iter([*dict.keys(self), *self.raw])
+
+    def keys(self):
+        return list(self)
+
+    def _all(self) -> None:
+        for k in list(self.raw):
+            self._take(k)
+
+    def items(self):
+        self._all()
+        return dict.items(self)
+
+    def values(self):
+        self._all()
+        return dict.values(self)
+
+    def update(self, *args, **kw) -> None:
+        for k, v in dict(*args, **kw).items():
+            self[k] = v
+
+    def copy(self) -> "Lazy":
+        """A copy whose values still as saved stay so (decoded again, not shared, if asked for)."""
+        c = Lazy(dict(self.raw), self.decode, self.default)
+        dict.update(c, dict.items(self))
+        return c
+
+
+def _copy(table: dict) -> dict:
+    return table.copy() if isinstance(table, Lazy) else dict(table)
+
+
 class AnchorMatch:
     """Graph.anchor_match's answer, worked out only where asked: a note's share, or the
     best notes by share (then path, last first) without visiting every note named. It
@@ -231,20 +321,26 @@ class Graph:
         rest is worked out from, taken in milliseconds (their values are never changed in
         place, only replaced); backlinks and anchor text are left to the saver to work out."""
         with self._lock:
-            return Snapshot(self.notes, dict(self._out), dict(self._src_deps), dict(self._src_anchor))
+            return Snapshot(self.notes, _copy(self._out), _copy(self._src_deps), _copy(self._src_anchor))
 
     @classmethod
     def restore(cls, snap: Snapshot, terms: Callable[[str], list[str]] | None = None, plain: Iterable[Dest] = (),
-                counts: tuple[int, int] | None = None) -> "Graph":
-        """The graph a snapshot was taken of, without resolving a link: the lookup tables are
-        worked out from its notes. `plain`: destinations of the snapshot that links share
-        (see _shared); `counts`: its (links, broken links), when known."""
+                counts: tuple[int, int] | None = None, tables: tuple[dict, ...] | None = None) -> "Graph":
+        """The graph a snapshot was taken of, without resolving a link. `plain`: destinations
+        of the snapshot that links share (see _shared); `counts`: its (links, broken links),
+        when known; `tables`: its lookup tables (by path, file name, alias, identifier, ID),
+        else worked out from its notes. Tables given as Lazy ones are taken as they are."""
         g = cls(terms=terms)
         g.notes = snap.notes
-        for n in snap.notes.values():
-            g._index(n)
+        if tables is None:
+            for n in snap.notes.values():
+                g._index(n)
+        else:
+            g._by_path, g._by_stem, g._by_alias, g._by_id, g._by_uuid = tables
         g._out, g._src_deps, g._src_anchor = snap.out, snap.deps, snap.anchor
-        if snap.back is not None:
+        if isinstance(snap.back, Lazy):
+            g._back = snap.back
+        elif snap.back is not None:
             g._back.update(snap.back)
         else:
             for src, dests in snap.out.items():
@@ -256,13 +352,27 @@ class Graph:
         g._n_links, g._n_broken = counts
         g._plain.update((d.target, d) for d in plain)
         if terms is not None:
-            if snap.anchor_text is not None:
+            if isinstance(snap.anchor_text, Lazy):
+                g._anchor_text = snap.anchor_text
+            elif snap.anchor_text is not None:
                 g._anchor_text.update((t, Counter(c)) for t, c in snap.anchor_text.items())
             else:
                 for pairs in snap.anchor.values():
                     for t, target in zip(pairs[::2], pairs[1::2]):
                         g._anchor_text[t][target] += 1
         return g
+
+    def _depending(self, keys: set[str]) -> set[str]:
+        """The notes whose links look up one of these keys (see _deps): a scan, not a reverse
+        index (that costs a big vault ~100 MB to save milliseconds); saved entries of a loaded
+        graph are scanned as the numbers of their keys, undecoded."""
+        deps = self._src_deps
+        found = {src for src, ds in dict.items(deps) if not keys.isdisjoint(ds)}
+        if isinstance(deps, Lazy) and deps.raw:
+            ids = deps.decode.ids(keys)  # type: ignore[attr-defined]
+            if ids:
+                found.update(src for src, raw in deps.raw.items() if not ids.isdisjoint(memoryview(raw).cast("i")))
+        return found
 
     def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
                stop: Callable[[], bool] | None = None) -> None:
@@ -289,8 +399,8 @@ class Graph:
                         redo.update(self._back.get(p, ()))  # links into it may now hit or miss
                 self._index(after)
             self.notes = notes
-            if touched:  # a scan, not a reverse index: that costs a big vault ~100 MB to save milliseconds
-                redo.update(src for src, deps in self._src_deps.items() if not touched.isdisjoint(deps))
+            if touched:
+                redo.update(self._depending(touched))
             for src in removed:
                 self._drop(src)
             redo -= removed
@@ -434,10 +544,11 @@ class Graph:
         with self._lock:
             g = Graph()
             g.notes = {**self.notes, **changed}
-            g._by_path = dict(self._by_path)
+            g._by_path = _copy(self._by_path)
             tables = ("_by_stem", "_by_alias", "_by_id", "_by_uuid")
             for name in tables:
-                setattr(g, name, defaultdict(list, getattr(self, name)))
+                table = getattr(self, name)
+                setattr(g, name, table.copy() if isinstance(table, Lazy) else defaultdict(list, table))
             for n in [*changed.values(), *(self.notes[p] for p in changed if p in self.notes)]:
                 for name, ks in zip(tables, ([key(stem_of(n.path))], map(key, n.aliases), [n.id] if n.id else [],
                                              n.uuids)):
@@ -465,7 +576,7 @@ class Graph:
             old = self.notes.get(p)
             keys.update(set(_keys(n)) ^ set(_keys(old)) if old is not None else _keys(n))
         with self._lock:
-            looking = {src for src, deps in self._src_deps.items() if not keys.isdisjoint(deps)}
+            looking = self._depending(keys)
             srcs = looking | self._back.get(target, set())
         out = []
         deps: dict[tuple, bool] = {}  # (kind, target, label) -> whether it looks up one of `keys`

@@ -25,6 +25,7 @@ import struct
 import sys
 import time
 import zlib
+from array import array
 from collections.abc import Callable
 from collections import Counter
 from itertools import chain
@@ -35,12 +36,12 @@ import msgspec
 
 from .. import __version__
 from ..note import StoredNote, compact
-from .graph import NOWHERE, Dest, Graph, Snapshot
+from .graph import NOWHERE, Dest, Graph, Lazy, Snapshot, key
 from .state import fsync_dir
 
 logger = logging.getLogger("vaultd.graph")
 
-FORMAT = 1
+FORMAT = 2
 """Bump when the layout below changes."""
 
 MAGIC = b"vaultd-graph\n"
@@ -89,32 +90,36 @@ class _Dest(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
     candidates: list[str] = []
 
 
-class _Links(msgspec.Struct, array_like=True, gc=False):
-    """A note's links as resolved (its note is the record at the same position)."""
+class _Tables(msgspec.Struct, array_like=True):
+    """The graph's lookup tables: saved, as working them out from the notes takes seconds."""
 
-    out: list[int]
-    """Where each of its links leads: positions in `dests`, in the order of its links."""
-    deps: list[int]
-    """The lookup keys its links depend on: positions in `words`."""
-    anchor: list[int]
-    """Its links' anchor terms: (term's position in `words`, target's record) pairs, flat."""
-    back: list[int]
-    """The records of the notes that link to it."""
-
-
-class _Term(msgspec.Struct, array_like=True, gc=False):
-    """An anchor term, and the notes link labels name with it: how many labels each."""
-
-    term: int
-    targets: list[int]
-    counts: list[int]
+    keys: list[str | None]
+    """Each record's path as looked up (see graph.key), None when the path itself."""
+    stem: dict[str, bytes]
+    alias: dict[str, bytes]
+    id: dict[str, bytes]
+    uuid: dict[str, bytes]
+    """name -> the records of the notes that answer to it (int32s)."""
 
 
 class _Graph(msgspec.Struct, array_like=True):
-    links: list[_Links]
-    anchor_text: list[_Term]
+    """Numbers as arrays of int32 (native order: the file never leaves this machine), one per
+    record, read as they are and decoded only when a query or an update asks for them."""
+
+    out: list[bytes]
+    """Where each note's links lead: positions in `dests`, in the order of its links."""
+    deps: list[bytes]
+    """The lookup keys each note's links depend on: positions in `words`."""
+    anchor: list[bytes]
+    """Each note's links' anchor terms: (term's position in `words`, target's record) pairs."""
+    back: list[bytes]
+    """The records of the notes that link to each."""
+    anchor_text: dict[str, bytes]
+    """An anchor term -> the notes link labels name with it and how many labels each:
+    (record, count) pairs."""
     dests: list[_Dest]
     words: list[str]
+    tables: _Tables
     counts: tuple[int, int]
     """(links, broken links)."""
 
@@ -134,6 +139,10 @@ def stamp_of(vault: str | Path, index) -> Stamp:
     """The stamp of `index` (a NoteIndex) as it is now, for the vault at `vault`."""
     instance, opstamp = index.commit_stamp()
     return Stamp(FORMAT, rules(), os.path.realpath(vault), instance, opstamp)
+
+
+def _ints(values) -> bytes:
+    return array("i", values).tobytes()
 
 
 def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
@@ -162,6 +171,42 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
     by_obj: dict[int, int] = {}  # id(Dest) -> its position (the snapshot holds every one alive)
     by_value: dict[tuple, int] = {}
     words: dict[str, int] = {}
+    word = words.setdefault
+    outs, deps, anchors = [], [], []
+    n_links = n_broken = 0
+    for src in notes:
+        ids = []
+        for d in snap.out.get(src, ()):
+            i = by_obj.get(id(d))
+            if i is None:
+                k = (d.target, d.line, d.broken, tuple(d.candidates))
+                i = by_value.get(k)
+                if i is None:
+                    t = -1 if d.target is None else pos[d.target]  # KeyError: not a note
+                    i = by_value[k] = len(dests)
+                    dests.append(_Dest(t, d.line, d.broken, list(d.candidates)))
+                by_obj[id(d)] = i
+            ids.append(i)
+            n_broken += bool(d.broken)
+        n_links += len(ids)
+        outs.append(_ints(ids))
+        deps.append(_ints([word(w, len(words)) for w in snap.deps.get(src, ())]))
+        pairs = snap.anchor.get(src, ())
+        anchors.append(_ints([word(x, len(words)) if i % 2 == 0 else pos[x] for i, x in enumerate(pairs)]))
+    lookup = Graph()  # the lookup tables, worked out here rather than copied from the graph in use
+    for n in notes.values():
+        lookup._index(n)
+    at = pos.__getitem__
+
+    def table(t: dict[str, list[str]]) -> dict[str, bytes]:
+        return {k: _ints(map(at, ps)) for k, ps in t.items() if ps}
+
+    tables = _Tables([None if k == p else k for k, p in ((key(p), p) for p in notes)], table(lookup._by_stem),
+                     table(lookup._by_alias), table(lookup._by_id), table(lookup._by_uuid))
+    graph = _Graph(outs, deps, anchors, [_ints(sorted(b)) for b in back],
+                   {t: _ints(chain.from_iterable((pos[p], n) for p, n in c.items())) for t, c in anchor_text.items()
+                    if c},
+                   dests, list(words), tables, (n_links, n_broken))
     enc = msgspec.msgpack.Encoder()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -184,35 +229,7 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
             for note in notes.values():
                 buf += enc.encode(note)  # not encode_into(buf, -1): that resizes buf every time
                 flush()
-            buf += b"\x95\xdd" + struct.pack(">I", len(notes))  # _Graph: [links, anchor_text, dests, words, counts]
-            n_links = n_broken = 0
-            for src in notes:
-                ids = []
-                for d in snap.out.get(src, ()):
-                    i = by_obj.get(id(d))
-                    if i is None:
-                        k = (d.target, d.line, d.broken, tuple(d.candidates))
-                        i = by_value.get(k)
-                        if i is None:
-                            t = -1 if d.target is None else pos[d.target]  # KeyError: not a note
-                            i = by_value[k] = len(dests)
-                            dests.append(_Dest(t, d.line, d.broken, list(d.candidates)))
-                        by_obj[id(d)] = i
-                    ids.append(i)
-                    n_broken += bool(d.broken)
-                n_links += len(ids)
-                deps = [words.setdefault(w, len(words)) for w in snap.deps.get(src, ())]
-                pairs = snap.anchor.get(src, ())
-                anchor = []
-                for t, target in zip(pairs[::2], pairs[1::2]):
-                    anchor += (words.setdefault(t, len(words)), pos[target])
-                buf += enc.encode(_Links(ids, deps, anchor, sorted(back[pos[src]])))
-                flush()
-            buf += enc.encode([_Term(words.setdefault(t, len(words)), [pos[p] for p in c], list(c.values()))
-                               for t, c in anchor_text.items()])
-            buf += enc.encode(dests)
-            buf += enc.encode(list(words))
-            buf += enc.encode((n_links, n_broken))
+            buf += enc.encode(graph)
             flush(final=True)
             trailer = enc.encode(_Trailer(stamp, size, crc))
             f.write(trailer + struct.pack("<I", len(trailer)))
@@ -318,29 +335,73 @@ def _check(data: bytes, stamp: Stamp) -> tuple[str | None, memoryview | None]:
     return None, body
 
 
+class _Decode:
+    """Turns one saved value (int32s) into what the graph holds, given the saved tables."""
+
+    def __init__(self, make: Callable, words: list[str]):
+        self.make, self.words, self._ids = make, words, None
+
+    def __call__(self, raw: bytes):
+        return self.make(memoryview(raw).cast("i"))
+
+    def ids(self, keys: set[str]) -> set[int]:
+        """The positions in the saved words of these keys (see Graph._depending)."""
+        if self._ids is None:
+            self._ids = {w: i for i, w in enumerate(self.words)}
+        return {self._ids[k] for k in keys if k in self._ids}
+
+
+def _check_ids(values, limit: int, what: str) -> None:
+    """Every number below `limit` and not negative: a file whose checksum holds but whose
+    numbers do not (a bug that saved it) is rebuilt, not failed on query by query."""
+    joined = memoryview(b"".join(values)).cast("i")
+    if len(joined) and (min(joined) < 0 or max(joined) >= limit):
+        raise ValueError(f"{what} out of range")
+
+
 def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str], list[str]] | None) -> Graph:
-    if len(saved.links) != len(notes):
-        raise ValueError(f"{len(saved.links)} notes' links for {len(notes)} notes")
     paths = list(notes)
+    n = len(paths)
+    if not len(saved.out) == len(saved.deps) == len(saved.anchor) == len(saved.back) == len(saved.tables.keys) == n:
+        raise ValueError(f"{len(saved.out)} notes' links for {n} notes")
     words = list(map(sys.intern, saved.words))
     dests, plain = [], []
     for d in saved.dests:
         if d.target == -1 and d.line is None and d.broken is None and not d.candidates:
             dests.append(NOWHERE)
             continue
-        if d.target < -1:
+        if not -1 <= d.target < n:
             raise ValueError(f"destination {d.target}")
         dest = Dest(target=None if d.target == -1 else paths[d.target], line=d.line, broken=d.broken,
                     candidates=d.candidates)
         dests.append(dest)
         if dest.target is not None and dest.line is None and dest.broken is None:
             plain.append(dest)
+    t = saved.tables
+    _check_ids(saved.out, len(dests), "destination")
+    _check_ids(saved.deps, len(words), "word")
+    _check_ids([*saved.back, *t.stem.values(), *t.alias.values(), *t.id.values(), *t.uuid.values()], n, "note")
+    _check_ids([memoryview(a).cast("i")[1::2].tobytes() for a in saved.anchor], n, "note")
+    _check_ids([memoryview(a).cast("i")[::2].tobytes() for a in saved.anchor], len(words), "word")
+    _check_ids([memoryview(a).cast("i")[::2].tobytes() for a in saved.anchor_text.values()], n, "note")
     dest_at, word_at, path_at = dests.__getitem__, words.__getitem__, paths.__getitem__
-    links = saved.links  # at C speed below: a big vault has 600,000 links and 1,800,000 anchor terms
-    out = dict(zip(paths, (list(map(dest_at, r.out)) for r in links)))
-    deps = dict(zip(paths, (tuple(map(word_at, r.deps)) for r in links)))
-    anchor = {p: tuple(chain.from_iterable(zip(map(word_at, r.anchor[::2]), map(path_at, r.anchor[1::2]))))
-              for p, r in zip(paths, links) if r.anchor}
-    back = {p: set(map(path_at, r.back)) for p, r in zip(paths, links) if r.back}
-    anchor_text = {words[t.term]: dict(zip(map(path_at, t.targets), t.counts)) for t in saved.anchor_text}
-    return Graph.restore(Snapshot(notes, out, deps, anchor, anchor_text, back), terms, plain, saved.counts)
+
+    def lazy(raw: dict, make: Callable, default: Callable | None = None) -> Lazy:
+        return Lazy(raw, _Decode(make, words), default)
+
+    def paths_of(ids) -> list[str]:
+        return list(map(path_at, ids))
+
+    nonempty = [(p, r) for p, r in zip(paths, saved.anchor) if r]
+    snap = Snapshot(
+        notes,
+        lazy(dict(zip(paths, saved.out)), lambda ids: list(map(dest_at, ids))),
+        lazy(dict(zip(paths, saved.deps)), lambda ids: tuple(map(word_at, ids))),
+        lazy(dict(nonempty), lambda ids: tuple(chain.from_iterable(zip(map(word_at, ids[::2]),
+                                                                         map(path_at, ids[1::2]))))),
+        lazy(saved.anchor_text, lambda ids: Counter(dict(zip(map(path_at, ids[::2]), ids[1::2]))), Counter),
+        lazy({p: r for p, r in zip(paths, saved.back) if r}, lambda ids: set(map(path_at, ids)), set),
+    )
+    by_path = {p if k is None else k: p for k, p in zip(t.keys, paths)}
+    tables = (by_path, *(lazy(x, paths_of, list) for x in (t.stem, t.alias, t.id, t.uuid)))
+    return Graph.restore(snap, terms, plain, saved.counts, tables)
