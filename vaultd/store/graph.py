@@ -106,6 +106,7 @@ labels, 20,700 of them distinct; the terms of each cost 6 us)."""
 
 
 _NONE = object()
+_TAKING = threading.Lock()
 
 
 class Lazy(dict):
@@ -122,9 +123,14 @@ class Lazy(dict):
         self.raw, self.decode, self.default = raw, decode, default
 
     def _take(self, k):
-        v = self.decode(self.raw.pop(k))
-        dict.__setitem__(self, k, v)
-        return v
+        with _TAKING:  # a reader without the graph's lock (find, resolve) may race another
+            raw = self.raw.get(k, _NONE)
+            if raw is _NONE:  # taken meanwhile
+                return dict.__getitem__(self, k)
+            v = self.decode(raw)
+            dict.__setitem__(self, k, v)
+            del self.raw[k]
+            return v
 
     def __missing__(self, k):
         if k in self.raw:

@@ -20,6 +20,7 @@ import functools
 import gc
 import hashlib
 import logging
+import mmap
 import os
 import struct
 import sys
@@ -35,7 +36,7 @@ from pathlib import Path
 import msgspec
 
 from .. import __version__
-from ..note import StoredNote, compact
+from ..note import StoredNote
 from .graph import NOWHERE, Dest, Graph, Lazy, Snapshot, key
 from .state import fsync_dir
 
@@ -280,10 +281,14 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):  # a save cut short (killed at shutdown): never used
         tmp.unlink(missing_ok=True)
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            # mapped, not read: the notes' headings and links stay in the file's pages (the
+            # page cache's, not the daemon's own memory) until asked for. vaultd never writes
+            # the file in place (a save makes a new one), so a mapped one never changes.
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
     except FileNotFoundError:
         return None
-    except OSError as e:
+    except (OSError, ValueError) as e:
         logger.warning("saved link graph %s cannot be read (%s): building it anew", path, e)
         return None
     was = gc.isenabled()
@@ -293,8 +298,8 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
         if why:
             logger.warning("saved link graph %s %s: building it anew", path, why)
             return None
-        saved = _body_decoder.decode(body)
-        notes = {n.path: n for n in map(compact, saved.notes)}  # compact: copied out of the file's bytes
+        saved = _body_decoder.decode(body)  # the headings and links: slices of the mapped file
+        notes = {n.path: n for n in saved.notes}
         if len(notes) != len(saved.notes):
             raise ValueError("two records of one note")
     except Exception as e:  # whatever a damaged file may raise: never the daemon's end
@@ -303,13 +308,15 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
     finally:
         if was:
             gc.enable()
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        data.madvise(mmap.MADV_DONTNEED)  # read once to decode: out of this process's pages until asked for
     logger.info("note table: %d notes loaded from %s in %.2f s", len(notes), path.name, time.perf_counter() - t)
     return Saved(path, notes, saved.graph)
 
 
-def _check(data: bytes, stamp: Stamp) -> tuple[str | None, memoryview | None]:
+def _check(data, stamp: Stamp) -> tuple[str | None, memoryview | None]:
     """(why the file cannot be used, or None; its body)."""
-    if not data.startswith(MAGIC):
+    if data[:len(MAGIC)] != MAGIC:
         return "is not a saved graph (no header)", None
     if len(data) < len(MAGIC) + 4:
         return "is cut short", None
@@ -351,40 +358,30 @@ class _Decode:
         return {self._ids[k] for k in keys if k in self._ids}
 
 
-def _check_ids(values, limit: int, what: str) -> None:
-    """Every number below `limit` and not negative: a file whose checksum holds but whose
-    numbers do not (a bug that saved it) is rebuilt, not failed on query by query."""
-    joined = memoryview(b"".join(values)).cast("i")
-    if len(joined) and (min(joined) < 0 or max(joined) >= limit):
-        raise ValueError(f"{what} out of range")
-
-
 def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str], list[str]] | None) -> Graph:
     paths = list(notes)
     n = len(paths)
     if not len(saved.out) == len(saved.deps) == len(saved.anchor) == len(saved.back) == len(saved.tables.keys) == n:
         raise ValueError(f"{len(saved.out)} notes' links for {n} notes")
-    words = list(map(sys.intern, saved.words))
-    dests, plain = [], []
-    for d in saved.dests:
-        if d.target == -1 and d.line is None and d.broken is None and not d.candidates:
-            dests.append(NOWHERE)
-            continue
-        if not -1 <= d.target < n:
-            raise ValueError(f"destination {d.target}")
-        dest = Dest(target=None if d.target == -1 else paths[d.target], line=d.line, broken=d.broken,
-                    candidates=d.candidates)
-        dests.append(dest)
-        if dest.target is not None and dest.line is None and dest.broken is None:
-            plain.append(dest)
+    words = saved.words
+    dests: list[Dest | None] = [None] * len(saved.dests)  # each made when a link to it is first decoded
+
+    def dest_at(i: int) -> Dest:
+        dest = dests[i]
+        if dest is None:
+            d = saved.dests[i]
+            if d.target == -1 and d.line is None and d.broken is None and not d.candidates:
+                dest = NOWHERE
+            else:
+                dest = Dest(target=None if d.target == -1 else paths[d.target], line=d.line, broken=d.broken,
+                            candidates=d.candidates)
+            dests[i] = dest
+        return dest
+
+    if any(not -1 <= d.target < n for d in saved.dests):
+        raise ValueError("a destination out of range")
     t = saved.tables
-    _check_ids(saved.out, len(dests), "destination")
-    _check_ids(saved.deps, len(words), "word")
-    _check_ids([*saved.back, *t.stem.values(), *t.alias.values(), *t.id.values(), *t.uuid.values()], n, "note")
-    _check_ids([memoryview(a).cast("i")[1::2].tobytes() for a in saved.anchor], n, "note")
-    _check_ids([memoryview(a).cast("i")[::2].tobytes() for a in saved.anchor], len(words), "word")
-    _check_ids([memoryview(a).cast("i")[::2].tobytes() for a in saved.anchor_text.values()], n, "note")
-    dest_at, word_at, path_at = dests.__getitem__, words.__getitem__, paths.__getitem__
+    word_at, path_at = words.__getitem__, paths.__getitem__
 
     def lazy(raw: dict, make: Callable, default: Callable | None = None) -> Lazy:
         return Lazy(raw, _Decode(make, words), default)
@@ -404,4 +401,4 @@ def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str],
     )
     by_path = {p if k is None else k: p for k, p in zip(t.keys, paths)}
     tables = (by_path, *(lazy(x, paths_of, list) for x in (t.stem, t.alias, t.id, t.uuid)))
-    return Graph.restore(snap, terms, plain, saved.counts, tables)
+    return Graph.restore(snap, terms, (), saved.counts, tables)
