@@ -16,6 +16,7 @@ import pytest
 
 from vaultd.config import Config
 from vaultd.store import graph_file
+from vaultd.store.index import path_key
 from vaultd.vault import Vault
 
 from conftest import Daemon, wait_for
@@ -106,6 +107,7 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
     caplog.clear()
     v = Vault(_config(vault, state))
     assert v._saved_graph is not None and v.notes is v._saved_graph.notes, "the notes loaded from it"
+    assert v._by_key == {path_key(p): n for p, n in v.notes.items()}, "their keys in the index loaded too"
     assert v.reconcile() == (0, 0)
     assert "links resolved" not in caplog.text
     assert _picture(v.graph) == built

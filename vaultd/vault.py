@@ -55,7 +55,8 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._graph_ready = threading.Event()
         self.notes: dict[str, Note] = self._saved_graph.notes if self._saved_graph else self.index.load_notes()
         """Every indexed note's metadata (no body). Replaced, never mutated, per batch."""
-        self._by_key = {path_key(p): n for p, n in self.notes.items()}
+        self._by_key = self._saved_graph.by_key() if self._saved_graph else \
+            {path_key(p): n for p, n in self.notes.items()}
         """The same notes by their index key; replaced with `notes`."""
         self._graph_saved: int | None = None
         """The generation the saved graph is of (None: it is not saved)."""

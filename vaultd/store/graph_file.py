@@ -8,8 +8,9 @@ links) and is used only when all of them are as they are now; its body carries a
 A file that is missing, unreadable, cut short, of another format or stale is ignored (a
 log line says why) and the graph is built from the notes as before.
 
-Layout: MAGIC, the body (msgpack: one record per note, then the table of destinations and
-the table of words the records point into), the trailer (msgpack: stamp, body length,
+Layout: MAGIC, the body (msgpack: one record per note, their keys in the index, then the
+graph: per note, arrays of numbers into the table of destinations and the table of words,
+and the lookup tables), the trailer (msgpack: stamp, body length,
 CRC32), the trailer's length (u32, little-endian). The body is written as it is encoded,
 note by note, so saving holds neither the GIL nor a second copy of the table for long.
 """
@@ -38,6 +39,7 @@ import msgspec
 from .. import __version__
 from ..note import StoredNote
 from .graph import NOWHERE, Dest, Graph, Lazy, Snapshot, key
+from .index import path_key
 from .state import fsync_dir
 
 logger = logging.getLogger("vaultd.graph")
@@ -127,6 +129,9 @@ class _Graph(msgspec.Struct, array_like=True):
 
 class _Body(msgspec.Struct, array_like=True):
     notes: list[StoredNote]
+    keys: bytes
+    """Each note's key in the index (store.index.path_key; int64s): hashing 100,000 paths
+    again at start took half a second."""
     graph: msgspec.Raw
     """A _Graph, decoded only by Saved.graph (the notes are wanted first)."""
 
@@ -226,10 +231,11 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
                     f.write(buf)
                     buf = bytearray()
 
-            buf += b"\x92\xdd" + struct.pack(">I", len(notes))  # _Body: [notes, graph]
+            buf += b"\x93\xdd" + struct.pack(">I", len(notes))  # _Body: [notes, keys, graph]
             for note in notes.values():
                 buf += enc.encode(note)  # not encode_into(buf, -1): that resizes buf every time
                 flush()
+            buf += enc.encode(array("q", map(path_key, notes)).tobytes())
             buf += enc.encode(graph)
             flush(final=True)
             trailer = enc.encode(_Trailer(stamp, size, crc))
@@ -250,8 +256,14 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
 class Saved:
     """A saved graph read whole and checked: its note table now, its graph when asked."""
 
-    def __init__(self, path: Path, notes: dict[str, StoredNote], graph: msgspec.Raw):
+    def __init__(self, path: Path, notes: dict[str, StoredNote], keys: bytes, graph: msgspec.Raw):
         self.path, self.notes, self._graph = path, notes, graph
+        self._keys = keys
+
+    def by_key(self) -> dict[int, StoredNote]:
+        """The notes by their key in the index (see store.index.path_key)."""
+        keys, self._keys = memoryview(self._keys).cast("q"), b""
+        return dict(zip(keys, self.notes.values()))
 
     def graph(self, terms: Callable[[str], list[str]] | None) -> Graph | None:
         """The saved graph over `notes` (None, and a log line, should it not decode)."""
@@ -302,6 +314,8 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
         notes = {n.path: n for n in saved.notes}
         if len(notes) != len(saved.notes):
             raise ValueError("two records of one note")
+        if len(saved.keys) != 8 * len(notes):
+            raise ValueError(f"{len(saved.keys) // 8} keys for {len(notes)} notes")
     except Exception as e:  # whatever a damaged file may raise: never the daemon's end
         logger.warning("saved link graph %s cannot be read (%s: %s): building it anew", path, type(e).__name__, e)
         return None
@@ -311,7 +325,7 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         data.madvise(mmap.MADV_DONTNEED)  # read once to decode: out of this process's pages until asked for
     logger.info("note table: %d notes loaded from %s in %.2f s", len(notes), path.name, time.perf_counter() - t)
-    return Saved(path, notes, saved.graph)
+    return Saved(path, notes, saved.keys, saved.graph)
 
 
 def _check(data, stamp: Stamp) -> tuple[str | None, memoryview | None]:
