@@ -326,3 +326,32 @@ def test_after_generation_sees_a_write_made_just_before(daemon):
     assert res["caught_up"] is True and "caught_up" not in daemon.request("search", q="okapi")
     res = daemon.request("context", q="okapi", budget=500, after_generation=g + 1)
     assert any(it["path"] == "notes/fresh.md" for it in res["items"])
+
+
+def test_hot_capped_is_the_top_of_hot_uncapped(tmp_path):
+    """Notes that are only recent are taken latest first and only up to the cap: the capped
+    set is exactly the top of the set worked out over every note (ties by path too)."""
+    import random
+
+    from vaultd.query.tiers import hot
+
+    rnd = random.Random(5)
+    files = {}
+    for i in range(120):
+        tags = rnd.choice(["", "---\ntags: [active]\n---\n", "---\ntags: [done]\n---\n", "---\ntags: [todo, x]\n---\n"])
+        folder = rnd.choice(["", "a/", "archive/"])
+        files[f"{folder}n{i:03d}.md"] = (f"{tags}note {i}\n", rnd.choice([0.5, 1, 1, 2, 3.5, 6, 9, 40]))
+    vlt = make_vault(tmp_path, files)
+    try:
+        paths = sorted(vlt.notes)
+        for p in rnd.sample(paths, 8):
+            vlt.state.touch(p)
+        vlt.state.pin(paths[3], True)
+        st, cfg = vlt.state.state, vlt.config.tiers
+        now = time.time()
+        every = hot(vlt.notes, st, msgspec.structs.replace(cfg, hot_max=10_000), now=now)
+        assert len(every) > 40
+        for cap in (1, 5, 17, 40):
+            assert hot(vlt.notes, st, msgspec.structs.replace(cfg, hot_max=cap), now=now) == every[:cap]
+    finally:
+        vlt.close()

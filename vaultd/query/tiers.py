@@ -44,20 +44,20 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     old, cool = ((now - days * day) * 1e9 for days in (cfg.hot_days, cfg.warm_after_days))
     old_ns = int(old) - 1_000_000_000 if math.isfinite(old) else never
     cool_ns = int(cool) - 1_000_000_000 if math.isfinite(cool) and cool > 1e9 else never
-    ranked = []
     written = state.written
-    for path, n in notes.items():
+
+    def rank(path: str, n: Note) -> tuple[float, str, list[str]] | None:
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
         if m < old_ns and path not in access and path not in pins and path not in agent and (
                 (m < cool_ns and path not in state.last_access and path not in agent_last)
                 or hot_tags.isdisjoint(n.tags) or (agents and path.startswith(agents))):
-            continue
+            return None
         if is_cold(path, cfg):
-            continue
+            return None
         pinned = path in pins
         tags = set(n.tags) if agents is None or not path.startswith(agents) else set(n.tags) - hot_tags
         if tags & done_tags and not pinned:
-            continue
+            return None
         changed_days = (now - m / 1e9) / day
         last = max(state.last_access.get(path, 0.0), agent_last.get(path, 0.0))
         touched_days = min(changed_days, (now - last) / day)
@@ -81,7 +81,53 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             reasons.append(f"read by agents {by_agents} times")
             score += agent_w * math.log2(1 + by_agents)
         if reasons and (reads + by_agents == 0 or len(reasons) > 1 or touched_days <= cfg.warm_after_days):
-            ranked.append((score, path, reasons))
+            return score, path, reasons
+        return None
+
+    # The notes pinned, read, written by vaultd or tagged hot are weighed one by one; any
+    # other can only be hot for having changed lately, and ranks by when: those are taken
+    # latest first, only until the cap is reached (a vault whose 100,000 notes all changed
+    # this week weighed every one, 2.5 s a call).
+    special = set(pins).union(access, agent, state.last_access, agent_last, written, _tagged(notes, hot_tags))
+    ranked = [r for p in special if p in notes and (r := rank(p, notes[p])) is not None]
+    plain, least = 0, None
+    for neg_m, path in _by_change(notes):
+        if -neg_m < old_ns:
+            break  # older than any cut-off: none from here on is hot
+        if path in special:
+            continue
+        r = rank(path, notes[path])
+        if r is None:
+            continue
+        if plain >= cfg.hot_max and r[0] != least:
+            break  # past the cap, and not tied with the last one taken
+        ranked.append(r)
+        plain, least = plain + 1, r[0]
     ranked.sort(key=lambda t: (-t[0], t[1]))
     return [{"path": p, "title": notes[p].title, "tags": notes[p].tags, "score": round(sc, 3), "why": why}
             for sc, p, why in ranked[: cfg.hot_max]]
+
+
+_by_change_of: tuple[dict, list[tuple[int, str]]] = ({}, [])
+_tagged_of: tuple[dict, frozenset, list[str]] = ({}, frozenset(), [])
+
+
+def _by_change(notes: dict[str, Note]) -> list[tuple[int, str]]:
+    """(-mtime, path) of every note, latest first: worked out once per note table (a
+    table is replaced, never changed in place, at each commit)."""
+    global _by_change_of
+    of, order = _by_change_of
+    if of is not notes:
+        order = sorted((-n.mtime_ns, p) for p, n in notes.items())
+        _by_change_of = (notes, order)
+    return order
+
+
+def _tagged(notes: dict[str, Note], tags: set[str]) -> list[str]:
+    """The notes with one of these tags: once per note table."""
+    global _tagged_of
+    of, were, found = _tagged_of
+    if of is not notes or were != tags:
+        found = [p for p, n in notes.items() if n.tags and not tags.isdisjoint(n.tags)]
+        _tagged_of = (notes, frozenset(tags), found)
+    return found
