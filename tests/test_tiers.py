@@ -338,7 +338,7 @@ def test_hot_capped_is_the_top_of_hot_uncapped(tmp_path):
     rnd = random.Random(5)
     files = {}
     for i in range(120):
-        tags = rnd.choice(["", "---\ntags: [active]\n---\n", "---\ntags: [done]\n---\n", "---\ntags: [todo, x]\n---\n"])
+        tags = rnd.choice(["", "---\ntags: [active]\n---\n", "---\ntags: [active, urgent]\n---\n", "---\ntags: [done]\n---\n", "---\ntags: [todo, x]\n---\n"])
         folder = rnd.choice(["", "a/", "archive/"])
         files[f"{folder}n{i:03d}.md"] = (f"{tags}note {i}\n", rnd.choice([0.5, 1, 1, 2, 3.5, 6, 9, 40]))
     vlt = make_vault(tmp_path, files)

@@ -84,50 +84,46 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             return score, path, reasons
         return None
 
-    # The notes pinned, read, written by vaultd or tagged hot are weighed one by one; any
-    # other can only be hot for having changed lately, and ranks by when: those are taken
-    # latest first, only until the cap is reached (a vault whose 100,000 notes all changed
-    # this week weighed every one, 2.5 s a call).
-    special = set(pins).union(access, agent, state.last_access, agent_last, written, _tagged(notes, hot_tags))
+    # The notes pinned, read or written by vaultd are weighed one by one; any other is hot
+    # only for its hot tags and for having changed lately, and among those with as many hot
+    # tags ranks by when it changed: each such group is taken latest first, only until the
+    # cap is reached (a vault whose 100,000 notes all changed this week weighed every one,
+    # 2.5 s a call).
+    special = set(pins).union(access, agent, state.last_access, agent_last, written)
     ranked = [r for p in special if p in notes and (r := rank(p, notes[p])) is not None]
-    plain, least = 0, None
-    for neg_m, path in _by_change(notes):
-        if -neg_m < old_ns:
-            break  # older than any cut-off: none from here on is hot
-        if path in special:
-            continue
-        r = rank(path, notes[path])
-        if r is None:
-            continue
-        if plain >= cfg.hot_max and r[0] != least:
-            break  # past the cap, and not tied with the last one taken
-        ranked.append(r)
-        plain, least = plain + 1, r[0]
+    for tagged, group in _by_change(notes, frozenset(hot_tags), agents):
+        taken, least = 0, None
+        for neg_m, path in group:
+            if -neg_m < old_ns and (not tagged or -neg_m < cool_ns):
+                break  # older than the cut-offs: none from here on is hot
+            if path in special:
+                continue
+            r = rank(path, notes[path])
+            if r is None:
+                continue
+            if taken >= cfg.hot_max and r[0] != least:
+                break  # past the cap, and not tied with the last one taken
+            ranked.append(r)
+            taken, least = taken + 1, r[0]
     ranked.sort(key=lambda t: (-t[0], t[1]))
     return [{"path": p, "title": notes[p].title, "tags": notes[p].tags, "score": round(sc, 3), "why": why}
             for sc, p, why in ranked[: cfg.hot_max]]
 
 
-_by_change_of: tuple[dict, list[tuple[int, str]]] = ({}, [])
-_tagged_of: tuple[dict, frozenset, list[str]] = ({}, frozenset(), [])
+_by_change_of: tuple = ({}, None, [])
 
 
-def _by_change(notes: dict[str, Note]) -> list[tuple[int, str]]:
-    """(-mtime, path) of every note, latest first: worked out once per note table (a
-    table is replaced, never changed in place, at each commit)."""
+def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | None) -> list[tuple[int, list]]:
+    """The notes grouped by how many hot tags count for each (none for a capture note's), each
+    group as (-mtime, path), latest first: worked out once per note table (a table is
+    replaced, never changed in place, at each commit)."""
     global _by_change_of
-    of, order = _by_change_of
-    if of is not notes:
-        order = sorted((-n.mtime_ns, p) for p, n in notes.items())
-        _by_change_of = (notes, order)
-    return order
-
-
-def _tagged(notes: dict[str, Note], tags: set[str]) -> list[str]:
-    """The notes with one of these tags: once per note table."""
-    global _tagged_of
-    of, were, found = _tagged_of
-    if of is not notes or were != tags:
-        found = [p for p, n in notes.items() if n.tags and not tags.isdisjoint(n.tags)]
-        _tagged_of = (notes, frozenset(tags), found)
-    return found
+    of, key, groups = _by_change_of
+    if of is not notes or key != (hot_tags, agents):
+        by: dict[int, list[tuple[int, str]]] = {}
+        for p, n in notes.items():
+            k = len(hot_tags.intersection(n.tags)) if n.tags and not (agents and p.startswith(agents)) else 0
+            by.setdefault(k, []).append((-n.mtime_ns, p))
+        groups = [(k, sorted(g)) for k, g in by.items()]
+        _by_change_of = (notes, (hot_tags, agents), groups)
+    return groups
