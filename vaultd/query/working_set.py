@@ -101,6 +101,9 @@ class WorkingSet:
             if used >= hot_budget:
                 break  # no more room: not read
             note = self.notes[h["path"]]
+            make = maker(note, [""], "hot", ", ".join(h["why"]))
+            if used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
+                continue  # not even its header fits (a line only adds to it): not read
             lines, start = lines_of(note)
             if start > len(lines):
                 continue
