@@ -16,6 +16,7 @@ import pytest
 
 from vaultd.config import Config
 from vaultd.store import graph_file
+from vaultd.store.graph import dep_codes
 from vaultd.store.index import path_key
 from vaultd.vault import Vault
 
@@ -67,7 +68,7 @@ def _picture(g) -> dict:
         "broken": [(s, r.link.raw, r.broken) for s, r in g.broken()],
         "anchor_text": {t: dict(c) for t, c in g._anchor_text.items() if c},
         "src_anchor": {p: sorted(zip(a[::2], a[1::2])) for p, a in g._src_anchor.items()},
-        "deps": {p: sorted(d) for p, d in g._src_deps.items()},
+        "deps": {p: sorted(dep_codes(d)) for p, d in g._src_deps.items()},  # as saved: their codes
         "tables": [{k: sorted(v) for k, v in getattr(g, t).items() if v}
                    for t in ("_by_stem", "_by_alias", "_by_id", "_by_uuid")] + [dict(g._by_path)],
         "count": g.count(),

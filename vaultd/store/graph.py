@@ -25,9 +25,10 @@ import re
 import sys
 import threading
 import unicodedata
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, KeysView
-from itertools import islice
+from itertools import chain, islice
 from typing import NamedTuple
 
 import msgspec
@@ -312,7 +313,8 @@ class Graph:
         self._n_links = self._n_broken = 0  # over _out, kept as it changes: `status` asks each time
         self._back: dict[str, set[str]] = defaultdict(set)  # target -> the sources linking to it
         self._plain: dict[str, Dest] = {}  # target -> the one Dest(target) every plain link to it shares
-        self._src_deps: dict[str, tuple[str, ...]] = {}  # src -> the lookup keys its links depend on
+        self._src_deps: dict[str, tuple[str, ...] | bytes] = {}  # src -> the lookup keys its links depend on
+        # (or, loaded, their codes: see dep_codes)
         self._anchor_index: dict[str, _Anchors] = {}
         self._by_path: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = defaultdict(list)
@@ -370,15 +372,13 @@ class Graph:
 
     def _depending(self, keys: set[str]) -> set[str]:
         """The notes whose links look up one of these keys (see _deps): a scan, not a reverse
-        index (that costs a big vault ~100 MB to save milliseconds); saved entries of a loaded
-        graph are scanned as the numbers of their keys, undecoded."""
+        index (that costs a big vault ~100 MB to save milliseconds); a loaded graph's saved
+        entries hold the keys' codes (see dep_codes), and are scanned as such."""
         deps = self._src_deps
-        found = {src for src, ds in dict.items(deps) if not keys.isdisjoint(ds)}
-        if isinstance(deps, Lazy) and deps.raw:
-            ids = deps.decode.ids(keys)  # type: ignore[attr-defined]
-            if ids:
-                found.update(src for src, raw in deps.raw.items() if not ids.isdisjoint(memoryview(raw).cast("i")))
-        return found
+        codes = {dep_code(k) for k in keys}
+        saved = deps.raw.items() if isinstance(deps, Lazy) else ()
+        return {src for src, ds in chain(dict.items(deps), saved)
+                if not (codes.isdisjoint(memoryview(ds).cast("I")) if isinstance(ds, bytes) else keys.isdisjoint(ds))}
 
     def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
                stop: Callable[[], bool] | None = None) -> None:
@@ -902,6 +902,17 @@ class Graph:
             return r.candidates
         want = key(n)  # last, a title as shown (a Denote note's file name is its identifier)
         return sorted(p for p, note in self.notes.items() if note.title and key(note.title) == want)
+
+
+def dep_code(k: str) -> int:
+    """A lookup key's code, as saved (its CRC32): two keys may share one, which only makes an
+    update re-resolve a few links more than it had to."""
+    return zlib.crc32(k.encode())
+
+
+def dep_codes(deps: tuple[str, ...] | bytes) -> set[int]:
+    """The codes of a note's lookup keys, from the keys or as saved (uint32s)."""
+    return set(memoryview(deps).cast("I")) if isinstance(deps, bytes) else {dep_code(k) for k in deps}
 
 
 class _Anchors:
