@@ -297,3 +297,27 @@ def test_restore_of_a_snapshot_equals_the_graph():
 
     g = Graph({p: parse_file(p, t.encode()) for p, t in EXTRA.items()}, terms)
     assert _picture(Graph.restore(g.snapshot(), terms)) == _picture(g)
+
+
+def test_a_lazy_table_over_a_column_acts_as_a_dict():
+    """What a loaded graph's tables are made of: values decoded as first asked for, records
+    with no numbers absent where the table says so, a copy independent of the original."""
+    from array import array
+
+    from vaultd.store.graph import Column, Lazy
+
+    at = {"a": 0, "b": 1, "c": 2, "d": 3}
+    data = memoryview(array("i", [1, 2, 3, 4, 5]).tobytes()).cast("i")
+    ends = memoryview(array("q", [0, 2, 2, 5, 5]).tobytes()).cast("q")
+    for empty, want in ((True, {"a": [1, 2], "b": [], "c": [3, 4, 5], "d": []}), (False, {"a": [1, 2], "c": [3, 4, 5]})):
+        t = Lazy(Column(at, data, ends, empty), list, list)
+        assert len(t) == len(want) and sorted(t) == sorted(want) and ("b" in t) == empty
+        c = t.copy()
+        assert t.get("a") == [1, 2] and t.get("zz", 0) == 0
+        t["c"].append(9)
+        t["new"].append(1)  # a key in neither: made, as a defaultdict does
+        assert t.pop("a") == [1, 2] and "a" not in t
+        del t["new"]
+        assert dict(t.items()) == {**{k: v for k, v in want.items() if k != "a"}, "c": [3, 4, 5, 9]}
+        assert dict(c.items()) == want, "the copy: its own values"
+        assert len(t) == len(want) - 1

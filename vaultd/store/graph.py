@@ -193,9 +193,64 @@ class Lazy(dict):
 
     def copy(self) -> "Lazy":
         """A copy whose values still as saved stay so (decoded again, not shared, if asked for)."""
-        c = Lazy(dict(self.raw), self.decode, self.default)
+        c = Lazy(self.raw.copy(), self.decode, self.default)
         dict.update(c, dict.items(self))
         return c
+
+
+class Column:
+    """The saved values of a Lazy table, one after another in one array, found by key: no
+    object per value until one is asked for (a big vault's tables hold 400,000).
+    `at`: key -> its record; `data`: every record's numbers (int32s, or uint32s); `ends`:
+    where each record's end (int64s, as counts of numbers). `empty`: whether a record with
+    no numbers counts (else it is as if not there, as a table without an empty entry)."""
+
+    __slots__ = ("at", "data", "ends", "empty", "gone", "n")
+
+    def __init__(self, at: dict[str, int], data: memoryview, ends: memoryview, empty: bool,
+                 gone: set[str] | None = None, n: int | None = None) -> None:
+        self.at, self.data, self.ends, self.empty = at, data, ends, empty
+        self.gone: set[str] = gone if gone is not None else set()
+        """Keys taken out (decoded, replaced or deleted)."""
+        self.n = n if n is not None else (len(at) if empty else
+                                          sum(1 for i in range(len(at)) if ends[i + 1] > ends[i]))
+
+    def _span(self, k) -> tuple[int, int] | None:
+        i = self.at.get(k)
+        if i is None or k in self.gone:
+            return None
+        a, b = self.ends[i], self.ends[i + 1]
+        return (a, b) if b > a or self.empty else None
+
+    def __contains__(self, k) -> bool:
+        return self._span(k) is not None
+
+    def get(self, k, default=None):
+        span = self._span(k)
+        return default if span is None else self.data[span[0]:span[1]]
+
+    def pop(self, k, default=None):
+        v = self.get(k, _NONE)
+        if v is _NONE:
+            return default
+        self.gone.add(k)
+        return v
+
+    def __delitem__(self, k) -> None:
+        if self.pop(k, _NONE) is _NONE:
+            raise KeyError(k)
+
+    def __len__(self) -> int:
+        return self.n - len(self.gone)
+
+    def __iter__(self):
+        return (k for k in self.at if self._span(k) is not None)
+
+    def items(self):
+        return ((k, self.get(k)) for k in self)
+
+    def copy(self) -> "Column":
+        return Column(self.at, self.data, self.ends, self.empty, set(self.gone), self.n)
 
 
 def _copy(table: dict) -> dict:
@@ -313,7 +368,7 @@ class Graph:
         self._n_links = self._n_broken = 0  # over _out, kept as it changes: `status` asks each time
         self._back: dict[str, set[str]] = defaultdict(set)  # target -> the sources linking to it
         self._plain: dict[str, Dest] = {}  # target -> the one Dest(target) every plain link to it shares
-        self._src_deps: dict[str, tuple[str, ...] | bytes] = {}  # src -> the lookup keys its links depend on
+        self._src_deps: dict[str, tuple[str, ...] | memoryview] = {}  # src -> the lookup keys its links depend on
         # (or, loaded, their codes: see dep_codes)
         self._anchor_index: dict[str, _Anchors] = {}
         self._by_path: dict[str, str] = {}
@@ -378,7 +433,7 @@ class Graph:
         codes = {dep_code(k) for k in keys}
         saved = deps.raw.items() if isinstance(deps, Lazy) else ()
         return {src for src, ds in chain(dict.items(deps), saved)
-                if not (codes.isdisjoint(memoryview(ds).cast("I")) if isinstance(ds, bytes) else keys.isdisjoint(ds))}
+                if not (codes.isdisjoint(ds) if isinstance(ds, memoryview) else keys.isdisjoint(ds))}
 
     def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
                stop: Callable[[], bool] | None = None) -> None:
@@ -910,9 +965,9 @@ def dep_code(k: str) -> int:
     return zlib.crc32(k.encode())
 
 
-def dep_codes(deps: tuple[str, ...] | bytes) -> set[int]:
+def dep_codes(deps: tuple[str, ...] | memoryview) -> set[int]:
     """The codes of a note's lookup keys, from the keys or as saved (uint32s)."""
-    return set(memoryview(deps).cast("I")) if isinstance(deps, bytes) else {dep_code(k) for k in deps}
+    return set(deps) if isinstance(deps, memoryview) else {dep_code(k) for k in deps}
 
 
 class _Anchors:

@@ -30,7 +30,7 @@ import zlib
 from array import array
 from collections.abc import Callable
 from collections import Counter
-from itertools import chain
+from itertools import accumulate, chain
 from operator import attrgetter
 from pathlib import Path
 
@@ -38,7 +38,7 @@ import msgspec
 
 from .. import __version__
 from ..note import StoredNote
-from .graph import NOWHERE, Dest, Graph, Lazy, Snapshot, dep_code, key
+from .graph import NOWHERE, Column, Dest, Graph, Lazy, Snapshot, dep_code, key
 from .index import path_key
 from .state import fsync_dir
 
@@ -105,18 +105,27 @@ class _Tables(msgspec.Struct, array_like=True):
     """name -> the records of the notes that answer to it (int32s)."""
 
 
-class _Graph(msgspec.Struct, array_like=True):
-    """Numbers as arrays of int32 (native order: the file never leaves this machine), one per
-    record, read as they are and decoded only when a query or an update asks for them."""
+class _Column(msgspec.Struct, array_like=True):
+    """One number array per record, one after another (see graph.Column)."""
 
-    out: list[bytes]
+    data: bytes
+    """Every record's numbers (int32s or uint32s; native order: the file never leaves this machine)."""
+    ends: bytes
+    """Where each record's end, as counts of numbers (int64s, a 0 first)."""
+
+
+class _Graph(msgspec.Struct, array_like=True):
+    """The graph as arrays of numbers, read as they are and decoded only when a query or an
+    update asks for a note's part of them."""
+
+    out: _Column
     """Where each note's links lead: positions in `dests`, in the order of its links."""
-    deps: list[bytes]
+    deps: _Column
     """The codes of the lookup keys each note's links depend on (graph.dep_codes: uint32s;
     the keys themselves, 450,000 words on 100,000 notes, took 46 MB)."""
-    anchor: list[bytes]
+    anchor: _Column
     """Each note's links' anchor terms: (term's position in `words`, target's record) pairs."""
-    back: list[bytes]
+    back: _Column
     """The records of the notes that link to each."""
     anchor_text: dict[str, bytes]
     """An anchor term -> the notes link labels name with it and how many labels each:
@@ -150,6 +159,10 @@ def stamp_of(vault: str | Path, index) -> Stamp:
 
 def _ints(values) -> bytes:
     return array("i", values).tobytes()
+
+
+def _column(parts: list[bytes]) -> _Column:
+    return _Column(b"".join(parts), array("q", [0, *accumulate(len(p) // 4 for p in parts)]).tobytes())
 
 
 def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
@@ -199,7 +212,7 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
         n_links += len(ids)
         outs.append(_ints(ids))
         ds = snap.deps.get(src, ())
-        deps.append(ds if isinstance(ds, bytes) else array("I", sorted(
+        deps.append(ds.tobytes() if isinstance(ds, memoryview) else array("I", sorted(
             code if (code := codes.get(w)) is not None else codes.setdefault(w, dep_code(w)) for w in ds)).tobytes())
         pairs = snap.anchor.get(src, ())
         anchors.append(_ints([word(x, len(words)) if i % 2 == 0 else pos[x] for i, x in enumerate(pairs)]))
@@ -213,7 +226,7 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
 
     tables = _Tables([None if k == p else k for k, p in ((key(p), p) for p in notes)], table(lookup._by_stem),
                      table(lookup._by_alias), table(lookup._by_id), table(lookup._by_uuid))
-    graph = _Graph(outs, deps, anchors, [_ints(sorted(b)) for b in back],
+    graph = _Graph(_column(outs), _column(deps), _column(anchors), _column([_ints(sorted(b)) for b in back]),
                    {t: _ints(chain.from_iterable((pos[p], n) for p, n in c.items())) for t, c in anchor_text.items()
                     if c},
                    dests, list(words), tables, (n_links, n_broken))
@@ -363,8 +376,16 @@ def _check(data, stamp: Stamp) -> tuple[str | None, memoryview | None]:
 def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str], list[str]] | None) -> Graph:
     paths = list(notes)
     n = len(paths)
-    if not len(saved.out) == len(saved.deps) == len(saved.anchor) == len(saved.back) == len(saved.tables.keys) == n:
-        raise ValueError(f"{len(saved.out)} notes' links for {n} notes")
+    pos = dict(zip(paths, range(n)))
+
+    def column(c: _Column, typecode: str, empty: bool) -> Column:
+        ends = memoryview(c.ends).cast("q")
+        if len(ends) != n + 1 or ends[0] != 0 or ends[-1] * 4 != len(c.data):
+            raise ValueError(f"a column of {len(ends) - 1} notes for {n} notes")
+        return Column(pos, memoryview(c.data).cast(typecode), ends, empty)
+
+    if len(saved.tables.keys) != n:
+        raise ValueError(f"{len(saved.tables.keys)} notes' keys for {n} notes")
     words = saved.words
     dests: list[Dest | None] = [None] * len(saved.dests)  # each made when a link to it is first decoded
 
@@ -391,15 +412,14 @@ def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str],
     def paths_of(ids) -> list[str]:
         return list(map(path_at, ids))
 
-    nonempty = [(p, r) for p, r in zip(paths, saved.anchor) if r]
     snap = Snapshot(
         notes,
-        lazy(dict(zip(paths, saved.out)), lambda ids: list(map(dest_at, ids))),
-        Lazy(dict(zip(paths, saved.deps)), bytes),  # kept as codes (see Graph._depending)
-        lazy(dict(nonempty), lambda ids: tuple(chain.from_iterable(zip(map(word_at, ids[::2]),
-                                                                         map(path_at, ids[1::2]))))),
+        Lazy(column(saved.out, "i", True), lambda ids: list(map(dest_at, ids))),
+        Lazy(column(saved.deps, "I", True), memoryview),  # kept as codes (see Graph._depending)
+        Lazy(column(saved.anchor, "i", False),
+             lambda ids: tuple(chain.from_iterable(zip(map(word_at, ids[::2]), map(path_at, ids[1::2]))))),
         lazy(saved.anchor_text, lambda ids: Counter(dict(zip(map(path_at, ids[::2]), ids[1::2]))), Counter),
-        lazy({p: r for p, r in zip(paths, saved.back) if r}, lambda ids: set(map(path_at, ids)), set),
+        Lazy(column(saved.back, "i", False), lambda ids: set(map(path_at, ids)), set),
     )
     by_path = {p if k is None else k: p for k, p in zip(t.keys, paths)}
     tables = (by_path, *(lazy(x, paths_of, list) for x in (t.stem, t.alias, t.id, t.uuid)))
