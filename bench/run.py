@@ -168,7 +168,7 @@ class Daemon:
     def stop(self):
         self.c.close()
         self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
+        self.proc.wait(timeout=300)  # a big vault's graph is saved at shutdown
 
 
 def main() -> int:
