@@ -144,14 +144,17 @@ class Daemon:
         """Seconds from spawn until it has reconciled; `answering`: until a search first got
         its answer (from the index as it was: the reconcile goes on meanwhile)."""
         t = time.perf_counter()
-        self.answering = None
+        self.answering = self.graph_at = None
         self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         while True:
             try:
                 c = Conn(self.sock)
                 if self.answering is None and c.ask("search", q="memory", limit=1)["hits"]:
                     self.answering = time.perf_counter() - t
-                if c.ask("status")["reconciled"]:
+                st = c.ask("status")
+                if self.graph_at is None and st.get("graph") == "ready":
+                    self.graph_at = time.perf_counter() - t
+                if st["reconciled"]:
                     self.c = c
                     return time.perf_counter() - t
                 c.close()
@@ -160,7 +163,10 @@ class Daemon:
             time.sleep(0.005)
 
     def graph_ready(self, t0: float) -> float:
-        """Seconds from `t0` until the link graph is ready (backlinks and links wait for it)."""
+        """Seconds from `t0` until the link graph is ready (backlinks and links wait for it):
+        as seen while starting, when it was ready before the reconcile was done."""
+        if self.graph_at is not None:
+            return self.graph_at
         while self.c.ask("status").get("graph") != "ready":
             time.sleep(0.02)
         return time.perf_counter() - t0

@@ -160,7 +160,10 @@ class Ingest:
                                type(e).__name__, e)
                 return False
             self._graph_saved = generation
-            logger.info("link graph saved: %d notes, %.1f MB in %.2f s", len(snap.notes), size / 2**20,
+            n = len(snap.notes)
+            del snap
+            _release_freed_memory()  # what the save decoded of a loaded graph, for its copy
+            logger.info("link graph saved: %d notes, %.1f MB in %.2f s", n, size / 2**20,
                         time.perf_counter() - t)
             return True
 
