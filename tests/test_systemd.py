@@ -329,3 +329,12 @@ def test_a_state_folder_that_cannot_be_made_is_a_config_error_not_a_crash(vault,
     assert r.returncode == 2, r.stderr
     assert f"the state folder {blocker / 'state'} cannot be made: Not a directory" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_install_service_writes_no_unit_into_a_vault_and_says_why_it_cannot_write(vault, tmp_path):
+    for where, why in ((vault / "units", f"--dir {vault / 'units'} is inside the vault {vault.resolve()}"),
+                       (Path("/proc/nope"), "cannot write the units into /proc/nope: No such file or directory")):
+        r = subprocess.run([sys.executable, "-m", "vaultd", "install-service", "--vault", str(vault), "--dir", str(where),
+                            "--state-dir", str(tmp_path / "st")], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (vault / "units").exists()

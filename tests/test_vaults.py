@@ -83,6 +83,21 @@ def test_vaultq_vault_picks_one_by_name_or_folder(two):
     assert r.stdout == f"{work}/projects/beds.md\n"
 
 
+def test_a_note_asked_from_inside_a_vault_is_that_vaults(two, tmp_path):
+    """Not the first vault's note of the same name: `./plan.md` in work/ is work's plan."""
+    d, notes, work = two
+    sock = str(d.socket)
+    r = vaultq("--socket", sock, "read", "./plan.md", cwd=work)
+    assert r.returncode == 0 and "The work plan." in r.stdout, r.stdout + r.stderr
+    r = vaultq("--socket", sock, "backlinks", "plan", "--format", "paths", cwd=work / "projects")  # the folder's vault
+    assert r.returncode == 0 and r.stdout == "beds.md\n", r.stdout + r.stderr
+    (tmp_path / "elsewhere" / "work").mkdir(parents=True)  # a folder here named as a vault: the name wins
+    r = vaultq("--socket", sock, "--vault", "work", "backlinks", "plan", "--format", "paths", cwd=tmp_path / "elsewhere")
+    assert r.returncode == 0 and r.stdout == f"{work}/projects/beds.md\n", r.stdout + r.stderr
+    r = vaultq("--socket", sock, "--vault", "notes", "backlinks", "plan", "--format", "paths", cwd=tmp_path)
+    assert r.stdout == f"{notes}/garden.md\n"
+
+
 def test_vaultq_search_every_vault_paths_editors_can_open(two):
     d, notes, work = two
     sock = str(d.socket)

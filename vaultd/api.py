@@ -680,19 +680,24 @@ class Vaults:
         return self.pick(req).answer(req)
 
     def pick(self, req: Request) -> Operations:
-        """The vault named by `vault` (its name or folder); else the one that holds the note
-        the request names by an absolute path (`note`, `from`: an editor's buffer); else the
-        first. A name that is none of them: QueryError `unknown_vault`, listing them."""
+        """The vault named by `vault` (its name, else its folder); else the one that holds the
+        note the request names by an absolute path (`note`, `from`: an editor's buffer), or
+        the asker's folder (`paths`); else the first. A name that is none of them: QueryError `unknown_vault`, listing them."""
+        here = req.paths if os.path.isabs(req.paths) else None  # the asker's folder (vaultq sends it)
         if req.vault is not None:
             want = req.vault.rstrip("/") or "/"
-            real = _real(os.path.expanduser(want)) if "/" in want or want.startswith("~") else None
             for o in self.served:
-                if want == o.name or real == o.vault._root:
+                if want == o.name:
+                    return o
+            path = os.path.expanduser(want) if "/" in want or want.startswith("~") else \
+                os.path.join(here, want) if here else None  # a bare word: a folder under the asker's
+            real = _real(path) if path else None
+            for o in self.served:
+                if real == o.vault._root:
                     return o
             raise UnknownVault(req.vault, [(o.name, o.vault._root) for o in self.served])
-        if len(self.served) > 1:
-            for field in ("note", "from_"):
-                val = getattr(req, field, None)
+        if len(self.served) > 1:  # the vault of the note named by its absolute path, else of the asker's folder
+            for val in (getattr(req, "note", None), getattr(req, "from_", None), here):
                 if isinstance(val, str) and os.path.isabs(val) and (real := _real(val)):
                     for o in self.served:
                         if real == o.vault._root or real.startswith(o.vault._root + os.sep):

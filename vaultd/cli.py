@@ -226,7 +226,7 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             f"{st['broken']} broken links"
         click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, {broken}"
                    + (" (first index being built)" if st.get("indexing") else ""))
-        if nxt == failed:  # it failed before, and runs now (started again by its socket or by hand)
+        if failed and nxt == failed:  # it failed before, and runs now (started again by its socket or by hand)
             click.echo("           running again after the failure the unit shows (its log says why)")
             nxt = None
         if st.get("socket") and st["socket"] != client:
@@ -304,7 +304,14 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         for name, text in units.items():
             click.echo(f"# ---- {name}\n{text}")
         return
-    done = service.install(units, Path(unit_dir) if unit_dir else service.unit_dir())
+    where = (Path(unit_dir).expanduser().absolute() if unit_dir else service.unit_dir())
+    for c in every:  # the vault is the user's: no unit file goes into it
+        if Path(c.vault) in (where.resolve(), *where.resolve().parents):
+            raise click.UsageError(f"--dir {where} is inside the vault {c.vault}: vaultd writes nothing there")
+    try:
+        done = service.install(units, where)
+    except OSError as e:
+        raise click.UsageError(f"cannot write the units into {where}: {e.strerror or e}") from None
     for path, what in done:
         click.echo(f"{what}: {path}")
     from .vault import make_private

@@ -428,16 +428,28 @@ class _Asker:
         self.indexing: dict | None = None
 
     def request(self, op: str, **args):
+        for key in ("note", "from"):  # a note given as a file here: its absolute path, so its own vault answers
+            if isinstance(val := args.get(key), str) and _a_file_here(val):
+                args[key] = os.path.abspath(val)
         res = self.client.request(op, **self.extra, **args)
         if isinstance(res, dict) and res.get("indexing"):
             self.indexing = res
         return res
 
 
+def _a_file_here(val: str) -> bool:
+    """Whether a note argument names a file from the current folder (`./beds.md`,
+    `notes/a.org`), not a title or a vault path: with several vaults, the daemon asks the
+    vault that holds it, not the first."""
+    return not os.path.isabs(val) and ("/" in val or os.path.splitext(val)[1] in (".md", ".org", ".txt", ".markdown")) \
+        and os.path.isfile(val)
+
+
 def _vault(given: str) -> str:
-    """--vault as the daemon reads it: an existing folder as its absolute path (`--vault .`,
-    `--vault ~/notes`), anything else as a vault's name (`--vault work`)."""
-    return os.path.realpath(given) if os.path.isdir(given) else given
+    """--vault as the daemon reads it: a path (`--vault .`, `--vault ~/notes`, `--vault
+    ../work`) as its absolute folder; a bare word (`--vault work`) as given: the daemon takes
+    it as a vault's name first, then as a folder under the asker's current one."""
+    return os.path.realpath(given) if ("/" in given or given in (".", "..")) else given
 
 
 def _cwd() -> str:
