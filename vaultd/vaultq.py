@@ -243,8 +243,8 @@ def _explained(score: float, e: dict) -> str:
         return f"score {score:.4g} = lexical {e['lexical']:.4g}"
     sem = "no vectors yet" if e["semantic"] is None else f"{e['semantic']:.3f}" + (
         f" (section at line {e['section']})" if e["section"] else "")
-    return f"score {score:.4g} = {1 - e['weight']:.2f} x lexical {e['lexical']:.4g} (as a share of the best) + " \
-           f"{e['weight']:.2f} x semantic {sem}"
+    return f"score {score:.4g} from lexical {e['lexical']:.4g} (weight {1 - e['weight']:.2f}, as a share of the best " \
+           f"hit's) and semantic {sem} (weight {e['weight']:.2f}, placed between the candidates' lowest and highest)"
 
 
 def located(path: str, line: int, col: int, byte_col: int, text: str, fmt: str, null: bool = False) -> str:

@@ -71,7 +71,9 @@ class Search:
             matched = bool(ranked) and (not shares or max(shares.values()) >= 1.0)  # a candidate holds every word
             p.weight = scfg.matched_weight if matched else scfg.weight
             scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
+            before = len(ranked)
             ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
+            total += len(ranked) - before  # notes the vector scan added are matches too
         with_cold = scope == "all"
         if not with_cold:
             warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
