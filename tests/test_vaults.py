@@ -307,3 +307,16 @@ def test_install_service_runs_the_config_s_vaults(tmp_path):
     writable = next(ln for ln in unit.splitlines() if ln.startswith("ReadWritePaths=")).split("=", 1)[1].split()
     every = Config(vaults=[str(a), str(b)]).load_all()
     assert [p for p in writable[:4]] == [f"-{p}" for c in every for p in (c.vault, c.state_dir)]
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_the_file(tmp_path):
+    """Not to wherever vaultd runs (a systemd unit runs in $HOME)."""
+    for name in ("notes", "work"):
+        write(tmp_path / "cfgdir" / name / "a.md", "# A\n")
+    cfg = write(tmp_path / "cfgdir" / "config.toml", 'vaults = ["notes", "work"]\nstate_dir = "st"\n')
+    loaded = Config.from_file(cfg).load_all()
+    assert [c.vault for c in loaded] == [str((tmp_path / "cfgdir" / n).resolve()) for n in ("notes", "work")]
+    assert all(Path(c.state_dir).parent == (tmp_path / "cfgdir" / "st") for c in loaded)
+    r = subprocess.run([sys.executable, "-m", "vaultd", "install-service", "--config", str(cfg), "--dry-run"],
+                       capture_output=True, text=True, timeout=30, cwd="/")
+    assert r.returncode == 0 and f'-{tmp_path / "cfgdir" / "st"}' in r.stdout, r.stderr

@@ -168,11 +168,20 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         except OSError as e:
             raise ConfigError(f"cannot read config: {e.strerror}", str(path)) from None
         try:
-            return msgspec.toml.decode(data, type=cls)
+            cfg = msgspec.toml.decode(data, type=cls)
         except msgspec.ValidationError as e:
             raise ConfigError(explain_validation(str(e)), str(path)) from None
         except msgspec.DecodeError as e:
             raise ConfigError(f"not valid TOML: {e}", str(path)) from None
+        # a relative path in the file is relative to the file, wherever vaultd runs (a
+        # systemd unit runs in $HOME; install-service writes the paths it will open)
+        base = Path(path).absolute().parent
+
+        def at(p: str) -> str:
+            return str(base / p) if p and not p.startswith("~") and not os.path.isabs(p) else p
+
+        return msgspec.structs.replace(cfg, vault=at(cfg.vault), vaults=[at(v) for v in cfg.vaults],
+                                       state_dir=at(cfg.state_dir), socket=at(cfg.socket))
 
     def with_overrides(self, split: str | None = None, **flags) -> "Config":
         """Return a copy with command-line flags (those not None) applied; `split` is the
