@@ -121,6 +121,8 @@ def test_an_unknown_vault_is_exit_2_naming_the_known_ones(two):
     assert r.stderr.strip() == f"vaultq: no vault 'nope' here; this vaultd serves: notes ({notes}), work ({work})"
     msg = d.send_raw(b'{"op":"read","note":"plan.md","vault":"/elsewhere"}\n')
     assert msg["error"]["code"] == "unknown_vault" and d.status()["vaults"]  # and it goes on serving
+    r = vaultq("--socket", str(d.socket), "--vault", "", "search", "compost")  # not the first vault, silently
+    assert r.returncode == 2 and r.stderr == "vaultq: --vault needs a vault's name or folder\n"
 
 
 def test_an_edit_in_the_second_vault_is_seen(two):

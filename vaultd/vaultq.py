@@ -848,6 +848,9 @@ def main(argv: list[str] | None = None) -> int:
         full = _parser()
         sys.stdout.write(vaultq_help.man(full) if args.command == "man" else vaultq_help.completion(args.shell, full))
         return EXIT_OK
+    if getattr(args, "vault", None) == "":
+        print("vaultq: --vault needs a vault's name or folder", file=sys.stderr)
+        return EXIT_USAGE
     hook = args.command == "hook"
     me = f"vaultq hook {args.event}" if hook else "vaultq"
     cwd = _cwd()
