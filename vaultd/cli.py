@@ -317,7 +317,7 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
         raise click.UsageError(f"cannot write the units into {where}: {e.strerror or e}") from None
     for path, what in done:
         click.echo(f"{what}: {path}")
-    from .vault import make_private
+    from .store.state import make_private
 
     for c in every:  # ReadWritePaths= opens only what exists when the unit starts: a first start needs it
         make_private(Path(c.state_dir))

@@ -411,7 +411,8 @@ def _cursor(ls: VaultServer, params) -> tuple[Buffer, int, int] | None:
     return buf, line, to_char(ls.encoding, buf.lines[line] if line < len(buf.lines) else "", params.position.character)
 
 
-def definition(ls: VaultServer, params: t.DefinitionParams):
+def _followed(ls: VaultServer, params) -> tuple[Buffer, Link, Dest] | None:
+    """The link under the cursor (not a URL) and where it leads, with its buffer."""
     if (cur := _cursor(ls, params)) is None:
         return None
     buf, line, char = cur
@@ -419,8 +420,13 @@ def definition(ls: VaultServer, params: t.DefinitionParams):
     if link is None or link.kind == "url":
         return None
     dest = _dest(ls, buf, link)
-    if dest is None:
+    return None if dest is None else (buf, link, dest)
+
+
+def definition(ls: VaultServer, params: t.DefinitionParams):
+    if (got := _followed(ls, params)) is None:
         return None
+    dest = got[2]
     if dest.candidates:
         return [ls.location(p, None) for p in dest.candidates]
     if dest.path and (dest.line or not dest.broken):
@@ -513,15 +519,9 @@ def diagnostics(ls: VaultServer, uri: str) -> None:
 
 
 def hover(ls: VaultServer, params: t.HoverParams):
-    if (cur := _cursor(ls, params)) is None:
+    if (got := _followed(ls, params)) is None:
         return None
-    buf, line, char = cur
-    link = buf.link_at(line, char)
-    if link is None or link.kind == "url":
-        return None
-    dest = _dest(ls, buf, link)
-    if dest is None:
-        return None
+    buf, link, dest = got
     rng = _range(ls.encoding, buf.lines, *buf.span(link))
     if not dest.path:
         why = dest.broken or "not a note"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from .split.auto import Splits
 from .store import graph_file
 from .store.graph import Graph
 from .store.index import NoteIndex, path_key
-from .store.state import StateStore
+from .store.state import StateStore, make_private
 
 logger = logging.getLogger("vaultd.vault")
 
@@ -175,25 +174,3 @@ def check_semantic(config: Config) -> None:
     if missing:  # named as pip knows them
         raise ConfigError(f"semantic.enabled: semantic recall needs {', '.join(missing)}, not installed: "
                           "pip install 'vaultd[semantic]' (or `make run EXTRAS=semantic`)")
-
-
-def make_private(folder: Path) -> None:
-    """The state folder and all in it readable by its owner alone (it holds the notes' text:
-    the index, the split journal's pre-images), whatever the umask, also when an older
-    vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError as e:  # a configuration problem (exit 2: systemd does not restart in a loop)
-        raise ConfigError(f"the state folder {folder} cannot be made: {e.strerror or e}; set state_dir to a folder "
-                          "you can write (under systemd, `vaultd install-service` makes it and lets the unit write "
-                          "there)") from None
-    mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*"),
-            *folder.glob("*vectors-*")]  # what vaultd keeps there, and no more
-    for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
-        try:
-            st = p.lstat()
-            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
-                continue
-            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
-        except OSError:
-            continue

@@ -207,5 +207,5 @@ def fuse(lexical: list[float], cosine: list[float | None], weight: float) -> lis
     known = [c for c in cosine if c is not None]
     lo, hi = min(known, default=0.0), max(known, default=0.0)
     span = hi - lo or 1.0
-    return [top * ((1 - weight) * s / top + weight * ((c if c is not None else lo) - lo) / span)
+    return [(1 - weight) * s + weight * top * ((c if c is not None else lo) - lo) / span
             for s, c in zip(lexical, cosine)]

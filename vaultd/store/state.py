@@ -10,11 +10,14 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 import threading
 import time
 from pathlib import Path
 
 import msgspec
+
+from ..errors import ConfigError
 
 logger = logging.getLogger("vaultd.state")
 
@@ -187,3 +190,25 @@ class StateStore:
             if old in s.pins:
                 s.pins[s.pins.index(old)] = new
             self._dirty = True
+
+
+def make_private(folder: Path) -> None:
+    """The state folder and all in it readable by its owner alone (it holds the notes' text:
+    the index, the split journal's pre-images), whatever the umask, also when an older
+    vaultd made it readable to others. New files: see the umask set by `vaultd run`/`index`."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:  # a configuration problem (exit 2: systemd does not restart in a loop)
+        raise ConfigError(f"the state folder {folder} cannot be made: {e.strerror or e}; set state_dir to a folder "
+                          "you can write (under systemd, `vaultd install-service` makes it and lets the unit write "
+                          "there)") from None
+    mine = [folder / "index", folder / "split", *folder.glob("state.json*"), *folder.glob("*graph.msgpack*"),
+            *folder.glob("*vectors-*")]  # what vaultd keeps there, and no more
+    for p in (folder, *mine, *(q for d in mine[:2] if d.is_dir() for q in d.rglob("*"))):
+        try:
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode) or not st.st_mode & 0o077:
+                continue
+            os.chmod(p, stat.S_IMODE(st.st_mode) & 0o700)
+        except OSError:
+            continue
