@@ -436,6 +436,19 @@ def definition(ls: VaultServer, params: t.DefinitionParams):
     return None
 
 
+def _ask(ls: VaultServer, near: str, op: str, **args) -> dict | None:
+    """One request to the daemon for the file `near`; None when it is down or the request
+    fails (said to the user)."""
+    with ls.session(near) as s:
+        if s is None:
+            return None
+        try:
+            return s.ask(op, **args)
+        except RequestFailed as e:
+            ls.failed(e)
+            return None
+
+
 def _dest(ls: VaultServer, buf: Buffer, link: Link) -> Dest | None:
     with ls.session(buf.path) as s:
         if s is None:
@@ -623,14 +636,9 @@ def _edit(ls: VaultServer, buf: Buffer, line: int, a: int, b: int, text: str) ->
 
 
 def _tag_completion(ls, buf, line, a, b):
-    with ls.session(buf.path) as s:
-        if s is None:
-            return None
-        try:
-            tags = s.ask("tags")["tags"]
-        except RequestFailed as e:
-            ls.failed(e)
-            return None
+    if (res := _ask(ls, buf.path, "tags")) is None:
+        return None
+    tags = res["tags"]
     return t.CompletionList(is_incomplete=False, items=[
         t.CompletionItem(label=x["tag"], kind=t.CompletionItemKind.Keyword, detail=f"{x['count']} notes",
                          text_edit=_edit(ls, buf, line, a, b, x["tag"])) for x in tags])
@@ -693,27 +701,16 @@ def _link_completion(ls, buf, line, a, b, typed, after):
 
 def _target_path(ls: VaultServer, buf: Buffer, raw: str) -> str | None:
     """The note a link written as `raw` in the buffer leads to."""
-    with ls.session(buf.path) as s:
-        if s is None:
-            return None
-        try:
-            return s.ask("resolve", link=raw, **{"from": buf.path})["path"]
-        except RequestFailed as e:
-            ls.failed(e)
-            return None
+    res = _ask(ls, buf.path, "resolve", link=raw, **{"from": buf.path})
+    return None if res is None else res["path"]
 
 
 def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
     """Notes to offer as link targets for what was typed (their title, an alias, file name or
     Denote identifier holds it; those that begin with it first): path, title, aliases, id."""
-    with ls.session(buf.path) as s:
-        if s is None:
-            return None
-        try:
-            notes = s.ask("list")["notes"]
-        except RequestFailed as e:
-            ls.failed(e)
-            return None
+    if (res := _ask(ls, buf.path, "list")) is None:
+        return None
+    notes = res["notes"]
     want = typed.strip().casefold()
     vault = buf.vault
     ranked = []
