@@ -322,3 +322,42 @@ def test_relative_paths_in_a_config_file_are_relative_to_the_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "vaultd", "install-service", "--config", str(cfg), "--dry-run"],
                        capture_output=True, text=True, timeout=30, cwd="/")
     assert r.returncode == 0 and f'-{tmp_path / "cfgdir" / "st"}' in r.stdout, r.stderr
+
+
+def test_a_vault_not_there_at_start_is_served_once_it_appears(tmp_path, short_dir):
+    """An unmounted disk in `vaults`: the daemon serves the others (it used to stop, exit 2,
+    leaving every vault unserved), says so in status, `vaultd check` and to a request that
+    names it, and serves it once its folder appears."""
+    notes, usb = tmp_path / "notes", tmp_path / "usb"
+    write(notes / "garden.md", "# Garden\nSome compost in spring.\n")
+    work = usb / "work"
+    cfg = write(tmp_path / "config.toml", f'vaults = ["{notes}", "{work}"]\n[split]\nmode = "off"\n')
+    with pytest.raises(ConfigError, match="is not a folder"):
+        Config(vaults=[str(notes), str(work)]).load_all()  # `vaultd index` and the like still refuse it
+    with pytest.raises(ConfigError, match="no vault is there"):
+        Config(vaults=[str(tmp_path / "x"), str(work)]).load_all(missing_ok=True)
+    d = Daemon(notes, tmp_path / "state", short_dir / "d.sock")
+    d.args = [sys.executable, "-m", "vaultd", "run", "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
+              "--socket", str(d.socket)]
+    d.start()
+    try:
+        wait_for(lambda: d.status()["vaults"][0]["reconciled"], timeout=20, interval=0.05)
+        assert [(v["name"], v["waiting"]) for v in d.status()["vaults"]] == [("notes", False), ("work", True)]
+        assert [h["path"] for h in d.request("search", q="compost")["hits"]] == ["garden.md"]
+        r = vaultq("--socket", str(d.socket), "--vault", "work", "search", "compost")
+        assert r.returncode == 3 and "is not there: vaultd serves it once its folder appears" in r.stderr
+        r = vaultq("--socket", str(d.socket), "status")
+        assert f"work  {work}  not there" in r.stdout
+        r = subprocess.run([sys.executable, "-m", "vaultd", "check", "--config", str(cfg), "--state-dir",
+                            str(tmp_path / "state"), "--socket", str(d.socket)], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and f"vault:     {work} NOT THERE (--vault work)" in r.stdout, r.stdout + r.stderr
+        tmp = tmp_path / "mount"
+        write(tmp / "work" / "beds.md", "# Compost budget\nCompost tools, soil.\n")
+        tmp.rename(usb)  # the disk is mounted: the folder appears whole
+        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.2)
+        assert [(h["vault"], h["path"]) for h in d.request("search", q="compost")["hits"]] == \
+            [("work", "beds.md"), ("notes", "garden.md")]
+        assert [v["waiting"] for v in d.status()["vaults"]] == [False, False]
+    finally:
+        d.stop()

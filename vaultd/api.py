@@ -27,7 +27,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from . import __version__, ops
-from .errors import QueryError, UnknownVault
+from .errors import QueryError, UnknownVault, VaultMissing
 from .paths import show_paths, shown
 from .protocol import Decoder, Request
 
@@ -512,7 +512,9 @@ class Operations:
             "last_error": self.indexer.last_error,
             "watch": self.indexer.watcher.health(),
             "name": self.name,
-            "vaults": [o.summary() for o in (self.every.served if self.every else (self,))],
+            "vaults": [o.summary() for o in (self.every.served if self.every else (self,))]
+            + [{"name": n, "vault": c.vault, "notes": 0, "pending": 0, "generation": None, "reconciled": False,
+                "indexing": False, "waiting": True} for n, c in list(self.every.waiting.items() if self.every else ())],
         }
 
     def summary(self) -> dict:
@@ -520,7 +522,7 @@ class Operations:
         its first reconcile is done, whether its first index is being built."""
         v = self.vault
         return {"name": self.name, "vault": str(v.root), "notes": len(v.notes), "pending": self.indexer.pending,
-                "generation": v.generation, "reconciled": v.reconciled, "indexing": v.indexing}
+                "generation": v.generation, "reconciled": v.reconciled, "indexing": v.indexing, "waiting": False}
 
     @replies(SearchReply)
     def search(self, req: Search) -> dict:
@@ -664,10 +666,18 @@ class Vaults:
     one each request is for: any operation takes the envelope's `vault`, so none of them
     needs to know of the others. A `search` that names no vault asks each and merges."""
 
-    def __init__(self, served: list[Operations]):
+    def __init__(self, served: list[Operations], waiting: dict | None = None):
         self.served = served
+        self.waiting = waiting if waiting is not None else {}
+        """Vaults whose folder is not there yet, by name (each a config: the server's own
+        dict, which it empties as they join)."""
         for o in served:
             o.every = self
+
+    def join(self, o: Operations) -> None:
+        """A vault served from now on (one that was waiting for its folder)."""
+        o.every = self
+        self.served.append(o)
 
     def answer(self, req: Request) -> Reply:
         """The request answered by the vault it is for (see `pick`); a search that names no
@@ -695,7 +705,11 @@ class Vaults:
             for o in self.served:
                 if real == o.vault._root:
                     return o
-            raise UnknownVault(req.vault, [(o.name, o.vault._root) for o in self.served])
+            for name, c in list(self.waiting.items()):
+                if want == name or real == c.vault:
+                    raise VaultMissing(name, c.vault)
+            raise UnknownVault(req.vault, [(o.name, o.vault._root) for o in self.served]
+                               + [(n, c.vault) for n, c in list(self.waiting.items())])
         if len(self.served) > 1:  # the vault of the note named by its absolute path, else of the asker's folder
             for val in (getattr(req, "note", None), getattr(req, "from_", None), here):
                 if isinstance(val, str) and os.path.isabs(val) and (real := _real(val)):

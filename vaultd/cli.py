@@ -39,12 +39,13 @@ def load_config(config_path, **flags) -> Config:
     return load_configs(config_path, **flags)[0]
 
 
-def load_configs(config_path, **flags) -> list[Config]:
-    """Each vault's loaded config (one, unless the config lists `vaults`)."""
+def load_configs(config_path, missing_ok: bool = False, **flags) -> list[Config]:
+    """Each vault's loaded config (one, unless the config lists `vaults`; `missing_ok`: see
+    Config.load_all)."""
     path = Path(config_path) if config_path else default_config_path()
     cfg = Config.from_file(path).with_overrides(**flags)
     try:
-        return cfg.load_all()
+        return cfg.load_all(missing_ok)
     except ConfigError as e:
         e.path = e.path or (str(path) if path else None)
         raise
@@ -77,7 +78,8 @@ _split_option = click.option(
 @_split_option
 def run(config_path, vault, state_dir, log_level, socket, split):
     """Run the daemon in the foreground (systemd: Type=notify)."""
-    every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    every = load_configs(config_path, missing_ok=True, vault=vault, state_dir=state_dir, log_level=log_level,
+                         socket=socket, split=split)  # of several vaults, one not there is served once it is
     cfg = every[0]
     setup_logging(cfg.log_level)
     import msgspec
@@ -154,7 +156,8 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     import json
     import socket as so
 
-    loaded = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level, socket=socket, split=split)
+    loaded = load_configs(config_path, missing_ok=True, vault=vault, state_dir=state_dir, log_level=log_level,
+                          socket=socket, split=split)
     cfg = loaded[0]
     from . import service
     from .ingest.filters import NoteFilter
@@ -171,6 +174,11 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     which = f" --vault {cfg.vault}" if len(loaded) == 1 else f" --config {config_path}" if config_path else ""
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
     for name, c in zip(vault_labels(cfg.vaults), loaded):  # config `vaults`: each one
+        if not os.path.isdir(c.vault):
+            click.echo(f"vault:     {c.vault} NOT THERE (--vault {name}): vaultd serves the others, and this one "
+                       "once its folder appears")
+            ok = False
+            continue
         notes = sum(1 for _ in NoteFilter(c.watch.extensions, c.watch.ignore_dirs).walk(Path(c.vault)))
         click.echo(f"vault:     {c.vault} ({notes} notes" + (f"; --vault {name})" if len(loaded) > 1 else ")"))
         stamp = Path(c.state_dir) / "index" / "VERSION"
@@ -239,10 +247,12 @@ def check(config_path, vault, state_dir, log_level, socket, split):
                        "do not start another; vaultq finds this one")
         served = [v["vault"] for v in st.get("vaults", ())] or [st.get("vault")]
         if len(served) > 1:
-            click.echo("           serving " + ", ".join(f"{v['name']} ({v['vault']}, {v['notes']} notes"
-                                                         + (", first index being built)" if v["indexing"] else ")")
-                                                         for v in st["vaults"]))
-        if st.get("vault") and [os.path.realpath(p) for p in served] != [os.path.realpath(p) for p in cfg.vaults]:
+            click.echo("           serving " + ", ".join(
+                f"{v['name']} ({v['vault']}, " + ("not there: served once its folder appears)" if v.get("waiting") else
+                                                  f"{v['notes']} notes" + (", first index being built)" if v["indexing"]
+                                                                           else ")"))
+                for v in st["vaults"]))
+        if st.get("vault") and sorted(map(os.path.realpath, served)) != sorted(map(os.path.realpath, cfg.vaults)):
             click.echo(f"           it serves {', '.join(served)}, not {', '.join(cfg.vaults)}"
                        + (" (restart it to serve the config's vaults)" if len(loaded) > 1 or len(served) > 1 else ""))
             ok = False

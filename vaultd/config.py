@@ -201,10 +201,12 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         here = str(Path(self.vault).expanduser().resolve()) if self.vault else ""
         return next((c for c in every if c.vault == here), every[0])
 
-    def load_all(self) -> "list[Config]":
+    def load_all(self, missing_ok: bool = False) -> "list[Config]":
         """One loaded config per vault (`vaults`, else the one `vault`), each with its own
         `vault`, `state_dir` and `capture`, and all of them with every vault in `vaults` and
-        the one socket (the first vault's). Raises ConfigError."""
+        the one socket (the first vault's). Raises ConfigError. `missing_ok`: of several
+        vaults, those whose folder is not there (an unmounted disk) are loaded too, as long
+        as one is there (`run` serves each once its folder appears)."""
         given = self.vaults or [self.vault or _default_vault()]
         if self.vault and self.vaults and str(Path(self.vault).expanduser().resolve()) not in \
                 [str(Path(v).expanduser().resolve()) for v in self.vaults]:
@@ -214,7 +216,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         vaults = []
         for v in given:
             vault = Path(v).expanduser().resolve()
-            if not vault.is_dir():
+            if not vault.is_dir() and not (missing_ok and len(given) > 1 and not vault.exists()):
                 raise ConfigError(f"vault {vault} is not a folder")
             for other in vaults:
                 if vault == other:
@@ -224,6 +226,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
                                       f"{max(vault, other, key=lambda p: len(p.parts))}: a vault inside another "
                                       "would be indexed twice")
             vaults.append(vault)
+        if not any(v.is_dir() for v in vaults):
+            raise ConfigError(f"no vault is there: {', '.join(map(str, vaults))} are not folders")
         self._check()
         sock = Path(self.socket or _default_socket() or runtime_dir() / f"{vault_name(vaults[0])}.sock")
         sock = sock.expanduser().absolute()

@@ -94,6 +94,17 @@ class UnknownVault(QueryError):
                          ", ".join(f"{n} ({p})" for n, p in known))
 
 
+class VaultMissing(QueryError):
+    """A request names a vault of the config whose folder was not there when the daemon
+    started: it is served once the folder appears."""
+
+    code = "vault_missing"
+
+    def __init__(self, name: str, path: str):
+        super().__init__(f"vault {name!r} ({path}) is not there: vaultd serves it once its folder appears "
+                         "(a disk to mount?)")
+
+
 class CaptureOff(QueryError):
     """`remember` was asked, and agent capture is off (no `[capture] folder`)."""
 

@@ -327,8 +327,8 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
     except DaemonUnavailable as e:
         return _error(str(e))
     except RequestFailed as e:
-        return _error(e.message if e.code in ("not_found", "ambiguous", "indexing", "capture_off")
-                      else f"{e.code}: {e.message}")
+        plain = ("not_found", "ambiguous", "indexing", "capture_off", "unknown_vault", "vault_missing")
+        return _error(e.message if e.code in plain else f"{e.code}: {e.message}")
     except Exception as e:  # every call is answered: an exception here left the client waiting for good
         return _error(f"internal: {type(e).__name__}: {e}")
     return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=res)

@@ -106,6 +106,8 @@ EXTEND_S = 30
 """While the first index moves, systemd's start timeout is pushed this far ahead
 (EXTEND_TIMEOUT_USEC); once it has not moved for this long, no more: systemd's
 TimeoutStartSec then ends a start that hangs."""
+LOOK_S = 5
+"""How often, in seconds, a vault not there at start is looked for (see Server.waiting)."""
 
 
 class SocketLock:
@@ -152,7 +154,13 @@ class Server:
         is config.socket then (cli.run sets it so). `every`: each vault's loaded config
         (Config.load_all: config `vaults`), served on the one socket; default `config`'s vault."""
         self.config = config
-        self.configs = every or [config]
+        every = every or [config]
+        labels = vault_labels([c.vault for c in every])
+        self.configs = [c for c in every if os.path.isdir(c.vault)]
+        """The vaults served from the start; the first is the default one."""
+        self.waiting = {name: c for name, c in zip(labels, every) if c not in self.configs}
+        """Vaults whose folder was not there at start (an unmounted disk), by name: each is
+        served once its folder appears (see main_loop); a request for it meanwhile says so."""
         self.socket_path = Path(config.socket)
         self._passed = listener
         self.should_exit = threading.Event()
@@ -164,7 +172,11 @@ class Server:
         self.indexers = [Indexer(c.watch, self.should_exit, first_pass=self._ready) for c in self.configs]
         """One per vault: its watcher and its writer thread."""
         self.indexer = self.indexers[0]
-        self.labels = vault_labels([c.vault for c in self.configs])
+        self.labels = [name for name, c in zip(labels, every) if c in self.configs]
+        self._next_look = 0.0
+        """When main_loop looks again for the waiting vaults' folders."""
+        self._not_joined: dict[str, str] = {}
+        """Why a waiting vault whose folder is there could not be opened (logged once)."""
         self.ready = False
         """READY=1 was sent: the first reconcile is done."""
         self._said: str | None = None
@@ -216,6 +228,9 @@ class Server:
             if ping_every and alive and now >= next_ping:
                 sd_notify("WATCHDOG=1")
                 next_ping = now + ping_every
+            if self.waiting and now >= self._next_look:
+                self._next_look = now + LOOK_S
+                self._join_waiting()
             status = self._statuses([ix.tend() for ix in self.indexers])
             if not self.ready:
                 if status != moved[0]:
@@ -236,6 +251,7 @@ class Server:
         if len(said) == 1:
             return said[0]
         busy = [f"{name}: {what}" for name, what in zip(self.labels, said) if what != "serving"]
+        busy += [f"{name}: waiting for its folder {c.vault}" for name, c in self.waiting.items()]
         return "; ".join(busy) or "serving"
 
     def _status(self, problem: str | None, v: Vault, indexer: Indexer) -> str:
@@ -305,7 +321,7 @@ class Server:
             self._lock.release()
             raise
         self.api = api.Vaults([api.Operations(v, ix, str(self.socket_path), name)
-                               for v, ix, name in zip(self.vaults, self.indexers, self.labels)])
+                               for v, ix, name in zip(self.vaults, self.indexers, self.labels)], self.waiting)
         for v, ix in zip(self.vaults, self.indexers):
             ix.watch(v)  # before the first reconcile, so nothing slips between them
         self._spawn(self._part(self._accept_loop, "accept loop"), "accept")
@@ -317,8 +333,34 @@ class Server:
                 __version__, v.root, f" as {name!r}" if len(self.vaults) > 1 else "", self.socket_path,
                 ", passed by systemd" if self._passed else "", os.getpid(), len(v.notes), ix.watcher.watched,
             )
+        for name, c in self.waiting.items():
+            logger.warning("vault %s (%s) is not there: it is served once its folder appears", c.vault, name)
         self._said = self._statuses([ix.watcher.problem for ix in self.indexers])
         sd_notify(f"STATUS={self._said}")
+
+    def _join_waiting(self) -> None:
+        """Each waiting vault whose folder is there now: opened, watched, indexed and served
+        like those served from the start (its first reconcile runs in its indexer thread). One
+        that cannot be opened (its index locked by another vaultd...) waits on, said once."""
+        for name, c in list(self.waiting.items()):
+            if not os.path.isdir(c.vault):
+                continue
+            try:
+                v = Vault(c)
+            except Exception as e:  # noqa: BLE001 - whatever it is, the vaults served go on
+                if self._not_joined.get(name) != str(e):
+                    self._not_joined[name] = str(e)
+                    logger.error("vault %s (%s) is there but cannot be served: %s", c.vault, name, e)
+                continue
+            ix = Indexer(c.watch, self.should_exit, first_pass=self._ready)
+            ix.watch(v)
+            self.vaults.append(v)
+            self.indexers.append(ix)
+            self.labels.append(name)
+            self.api.join(api.Operations(v, ix, str(self.socket_path), name))
+            del self.waiting[name]
+            self._spawn(self._part(ix.run, f"indexer of {name}"), "indexer")
+            logger.info("vault %s is there: serving it as %r (%d notes in the index)", c.vault, name, len(v.notes))
 
     def _bind(self) -> socket.socket:
         """A new listening socket at the socket path, 0600. A socket file there is stale (its

@@ -326,8 +326,10 @@ def print_status(st: dict) -> None:
         print(f"{'rebuilt:':<12}{st['index_rebuilt']}")
     if len(st.get("vaults", ())) > 1:  # config `vaults`: the lines above are of `name`
         print(f"{'vaults:':<12}" + f"\n{'':<12}".join(
-            f"{v['name']}{' *' if v['name'] == st.get('name') else ''}  {v['vault']}  {v['notes']} notes, "
-            f"{v['pending']} pending" + (", first index being built" if v["indexing"] else "") for v in st["vaults"]))
+            f"{v['name']}{' *' if v['name'] == st.get('name') else ''}  {v['vault']}  " + (
+                "not there: served once its folder appears" if v.get("waiting") else
+                f"{v['notes']} notes, {v['pending']} pending" + (", first index being built" if v["indexing"] else ""))
+            for v in st["vaults"]))
 
 
 def _where(link: dict) -> str:
@@ -889,10 +891,10 @@ def _ask(args, cwd: str, me: str) -> int:
             return EXIT_INDEXING
         if e.code == "bad_request" and "unknown field" in e.message:
             e.message += " (is the running vaultd older than this vaultq? restart it)"
-        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off", "unknown_vault")
+        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off", "unknown_vault", "vault_missing")
               else f"{me}: {e.code}: {e.message}",
               file=sys.stderr)
-        return EXIT_NONE if e.code == "not_found" else EXIT_USAGE
+        return EXIT_NONE if e.code == "not_found" else EXIT_UNAVAILABLE if e.code == "vault_missing" else EXIT_USAGE
     except ValueError as e:  # a hook's bad option
         print(f"{me}: {e}", file=sys.stderr)
         return EXIT_USAGE
