@@ -287,10 +287,12 @@ def test_changes_since_lists_exactly_what_changed(daemon):
     g0 = daemon.status()["generation"]
     (v / "notes" / "new.md").write_text("brand new\n")
     (v / "journal" / "2025-11-20.md").write_text("edited\n")
-    g = daemon.wait_generation(g0)["generation"]
+    # each step waited for by what it changes: under load, two writes may be two commits
+    wait_for(lambda: (r := daemon.request("changes", since=g0))["added"] and r["changed"], timeout=10, interval=0.05)
     os.rename(v / "notes" / "Deep work.md", v / "journal" / "Deep work.md")
     os.unlink(v / "notes" / "20251101T120000--가치관__철학.md")
-    g = daemon.wait_generation(g)["generation"]
+    wait_for(lambda: (r := daemon.request("changes", since=g0))["moved"] and r["deleted"], timeout=10, interval=0.05)
+    g = daemon.status()["generation"]
     res = daemon.request("changes", since=g0)
     assert (res["added"], res["changed"], res["deleted"], res["moved"], res["reset"]) == (
         ["notes/new.md"], ["journal/2025-11-20.md"], ["notes/20251101T120000--가치관__철학.md"],

@@ -88,8 +88,9 @@ def test_socket_found_from_env_and_from_the_vault_folder(daemon, sock, tmp_path)
     assert vaultq("search", "boredom", env={"VAULTD_SOCKET": sock}).returncode == 0
     # With no socket named, vaultq looks for the daemon of the vault around the current folder
     # in the default runtime folder; ours uses --socket, so none is found there.
+    # (Daemons of the user's own, in /run/user/UID/vaultd or /tmp/vaultd-UID, are listed then.)
     r = vaultq("search", "boredom", cwd=daemon.vault, env={"XDG_RUNTIME_DIR": str(tmp_path / "run")})
-    assert r.returncode == 3 and "no vaultd is running" in r.stderr
+    assert r.returncode == 3 and ("no vaultd is running" in r.stderr or "no vaultd runs for this folder" in r.stderr)
 
 
 def test_vaultq_imports_no_heavy_modules():

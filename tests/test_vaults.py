@@ -361,3 +361,32 @@ def test_a_vault_not_there_at_start_is_served_once_it_appears(tmp_path, short_di
         assert [v["waiting"] for v in d.status()["vaults"]] == [False, False]
     finally:
         d.stop()
+
+
+def test_grep_and_context_ask_every_vault(two):
+    """As `search`: without `vault`, every vault answers; each row/item says its vault."""
+    d, notes, work = two
+    g = d.request("grep", q="compost")
+    assert [(m["vault"], m["path"], m["line"]) for m in g["matches"]] == \
+        [("notes", "garden.md", 2), ("work", "projects/beds.md", 1), ("work", "projects/beds.md", 2)]
+    assert (g["total"], g["notes"], [v["name"] for v in g["vaults"]]) == (3, 2, ["notes", "work"])
+    one = d.request("grep", q="compost", limit=1)
+    assert len(one["matches"]) == 1 and one["truncated"]
+    assert "vault" not in d.request("grep", q="compost", vault="notes")["matches"][0]
+    r = vaultq("--socket", str(d.socket), "grep", "compost", cwd=work)
+    assert r.stdout.splitlines() == [f"{notes}/garden.md:2:6:Some compost in spring, see [[plan]].",
+                                     "projects/beds.md:1:3:# Compost budget", "projects/beds.md:2:1:Compost tools, soil."]
+
+    c = d.request("context", q="compost", hot=False)
+    hits = [(i["vault"], i["path"], i["why"].split(",")[0]) for i in c["items"]]
+    assert hits == [("work", "projects/beds.md", "hit 1 for the query"), ("notes", "garden.md", "hit 2 for the query")]
+    assert c["used"] == sum(i["cost"] for i in c["items"]) and [v["name"] for v in c["vaults"]] == ["notes", "work"]
+    small = d.request("context", q="compost", hot=False, budget=c["items"][0]["cost"])
+    assert [i["path"] for i in small["items"]] == ["projects/beds.md"] and small["used"] <= small["budget"]
+    full = d.request("context", q="compost", budget=400)  # the HOT openings too, never the same lines twice
+    assert {i["vault"] for i in full["items"] if i["kind"] == "hot"} == {"notes", "work"}
+    assert full["used"] <= 400
+    spans = [(i["vault"], i["path"], line) for i in full["items"] for line in range(i["first"], i["last"] + 1)]
+    assert len(spans) == len(set(spans))
+    mine = d.request("context", q="compost", hot=False, vault="notes")
+    assert [i["path"] for i in mine["items"]] == ["garden.md"] and "vaults" not in mine

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import itertools
 import os
+import re
 import typing
 from typing import Annotated, Literal
 
@@ -29,6 +31,7 @@ from msgspec import UNSET, UnsetType
 from . import __version__, ops
 from .errors import QueryError, UnknownVault, VaultMissing
 from .paths import show_paths, shown
+from .render import context_item, cost
 from .protocol import Decoder, Request
 
 if typing.TYPE_CHECKING:
@@ -283,6 +286,9 @@ class SearchReply(Reply):
 
 
 class GrepReply(Reply):
+    """Of several vaults: each row has its `vault` (name), and `vaults` says each vault's
+    (name, vault: its folder, total, generation)."""
+
     query: str
     words: list[str]
     total: int
@@ -291,6 +297,7 @@ class GrepReply(Reply):
     took_ms: float
     generation: int
     matches: list[dict]
+    vaults: list[dict] | UnsetType = UNSET
 
 
 class ListReply(Reply):
@@ -322,6 +329,9 @@ class ResolveReply(Reply):
 
 
 class ContextReply(Reply):
+    """Of several vaults: each item has its `vault` (name), and `vaults` says each vault's
+    (name, vault: its folder, generation)."""
+
     query: str
     budget: int
     unit: str
@@ -329,6 +339,7 @@ class ContextReply(Reply):
     generation: int
     items: list[dict]
     caught_up: bool | UnsetType = UNSET
+    vaults: list[dict] | UnsetType = UNSET
 
 
 class ChangesReply(Reply):
@@ -680,13 +691,15 @@ class Vaults:
         self.served.append(o)
 
     def answer(self, req: Request) -> Reply:
-        """The request answered by the vault it is for (see `pick`); a search that names no
-        vault, by every vault."""
-        if isinstance(req, Search):
-            if req.all_vaults and req.vault is not None:
-                raise QueryError("give `vault` or `all_vaults`, not both")
-            if req.vault is None and len(self.served) > 1:
-                return msgspec.convert(self._search_all(req), SearchReply)
+        """The request answered by the vault it is for (see `pick`); a search, grep or context
+        that names no vault, by every vault."""
+        if isinstance(req, Search) and req.all_vaults and req.vault is not None:
+            raise QueryError("give `vault` or `all_vaults`, not both")
+        every = {Search: (self._search_all, SearchReply), Grep: (self._grep_all, GrepReply),
+                 Context: (self._context_all, ContextReply)}.get(type(req))
+        if every and req.vault is None and len(self.served) > 1:
+            merge, reply = every
+            return msgspec.convert(merge(req), reply)
         return self.pick(req).answer(req)
 
     def pick(self, req: Request) -> Operations:
@@ -724,17 +737,77 @@ class Vaults:
         answers = [(o, o.result(one)) for o in self.served]
         hits = merged([[{**h, "vault": o.name} for h in res["hits"]] for o, res in answers], req.limit)
         first = answers[0][1]
-        res = {"query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
-               "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
-               "generation": first["generation"], "hits": hits,
-               "vaults": [{"name": o.name, "vault": o.vault._root, "total": r["total"], "generation": r["generation"]}
-                          for o, r in answers]}
-        busy = [r for _, r in answers if r.get("indexing")]
-        if busy:
-            res |= {"indexing": True, "progress": {k: sum(r["progress"][k] or 0 for r in busy)
-                                                   if all(r["progress"][k] is not None for r in busy) else None
-                                                   for k in ("done", "total")}}
-        return res
+        return _indexing(answers, {
+            "query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
+            "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
+            "generation": first["generation"], "hits": hits, "vaults": _each(answers, "total")})
+
+    def _grep_all(self, req: Grep) -> dict:
+        """Every vault's rows, a vault after another (as rg over several folders), `limit` in all."""
+        answers = [(o, o.result(req)) for o in self.served]
+        rows = [{**m, "vault": o.name} for o, r in answers for m in r["matches"]]
+        first = answers[0][1]
+        return _indexing(answers, {
+            "query": first["query"], "words": first["words"], "total": sum(r["total"] for _, r in answers),
+            "notes": sum(r["notes"] for _, r in answers), "matches": rows[: req.limit],
+            "truncated": len(rows) > req.limit or any(r["truncated"] for _, r in answers),
+            "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "generation": first["generation"],
+            "vaults": _each(answers, "total")})
+
+    def _context_all(self, req: Context) -> dict:
+        """Every vault's context merged within the budget, as one vault's is made: the HOT
+        openings of each vault in turn (within a quarter of the budget; all of it with no
+        words), then the best section of each hit in the order a search of every vault gives
+        (`merged`), then the runners-up by score, never two items over the same lines; each
+        item with its `vault`. Each vault is asked twice: for its HOT openings within that
+        share, and for its hits alone within the whole budget. (A vault counts a note it gave
+        as an agent's read even when the merge leaves it out.)"""
+        one = msgspec.structs.replace(req, after_generation=None, hot=False)
+        answers = [(o, o.result(one)) for o in self.served]
+        hot_budget = req.budget // 4 if req.q.strip() else req.budget
+        openings = msgspec.structs.replace(one, q="", budget=hot_budget, hot=True)
+        hots = [[{**it, "vault": o.name} for it in o.result(openings)["items"]] for o in self.served] if req.hot else []
+        best, more = [], []  # per vault: each hit's first item; the runners-up
+        for o, r in answers:
+            seen, mine = set(), []
+            for it in r["items"]:
+                (more if it["path"] in seen else mine).append({**it, "vault": o.name})
+                seen.add(it["path"])
+            best.append(mine)
+        items, used, taken, rank = [], 0, {}, {}
+        for share, it in [(hot_budget, it) for turn in itertools.zip_longest(*hots) for it in turn if it] + \
+                [(req.budget, it) for it in merged(best, sum(map(len, best))) + sorted(more, key=lambda i: -i["score"])]:
+            spans = taken.setdefault((it["vault"], it["path"]), [])
+            if any(a <= it["last"] and it["first"] <= b for a, b in spans):
+                continue
+            if it["kind"] == "hit":  # numbered again: its place among every vault's hits
+                rank.setdefault((it["vault"], it["path"]), len(rank) + 1)
+                it["why"] = re.sub(r"^hit \d+", f"hit {rank[it['vault'], it['path']]}", it["why"])
+                it["cost"] = cost(context_item(it), req.unit)
+            if used + it["cost"] <= share:
+                items.append(it)
+                spans.append((it["first"], it["last"]))
+                used += it["cost"]
+        return _indexing(answers, {"query": req.q, "budget": req.budget, "unit": req.unit, "used": used,
+                                   "generation": answers[0][1]["generation"], "items": items,
+                                   "vaults": _each(answers)})
+
+
+def _each(answers: list, *keys: str) -> list[dict]:
+    """Each vault of a merged answer: name, folder (`vault`), `keys` of its answer, generation."""
+    return [{"name": o.name, "vault": o.vault._root, **{k: r[k] for k in keys}, "generation": r["generation"]}
+            for o, r in answers]
+
+
+def _indexing(answers: list, res: dict) -> dict:
+    """A merged answer, saying so while a vault's first index is being built (`indexing`,
+    `progress`: the sum of theirs)."""
+    busy = [r for _, r in answers if r.get("indexing")]
+    if busy:
+        res |= {"indexing": True, "progress": {k: sum(r["progress"][k] or 0 for r in busy)
+                                               if all(r["progress"][k] is not None for r in busy) else None
+                                               for k in ("done", "total")}}
+    return res
 
 
 def _real(path: str) -> str | None:

@@ -89,10 +89,10 @@ class WorkingSet:
                 return [], 1
             return ctx.note_lines(text, note.path)
 
-        def maker(note: Note, lines: list[str], kind: str, why: str):
-            path = show(note.path)
+        def maker(note: Note, lines: list[str], kind: str, why: str, score: float | None = None):
+            path, more = show(note.path), {} if score is None else {"score": round(score, 4)}  # a hit's: its note's
             return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
-                                 "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why}
+                                 "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why, **more}
 
         hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder) \
             if with_hot else []
@@ -112,7 +112,7 @@ class WorkingSet:
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
         matcher = Matcher(p.words, p.stems)
-        sections = []  # per hit: (note, lines, its sections best first)
+        sections = []  # per hit: (score, note, lines, its sections best first)
         for score, note in ranked:
             lines, start = lines_of(note)
             if not lines:
@@ -121,22 +121,23 @@ class WorkingSet:
             if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
                 at = _title_line(lines, note.title)
                 if at is not None:
-                    sections.append((note, lines, heads, [(at, at, at, None)]))
+                    sections.append((score, note, lines, heads, [(at, at, at, None)]))
                 continue
             secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
             if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
                 # none of the words in it (semantic recall found it): the section nearest the query's meaning
                 first, last = ctx.section(lines, heads, max(near, start), start)
                 secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
-            sections.append((note, lines, heads, secs or [(*ctx.section(lines, heads, start, start), start, None)]))
+            sections.append((score, note, lines, heads,
+                             secs or [(*ctx.section(lines, heads, start, start), start, None)]))
         # The best section of every hit, then the runners-up of the top three, while the budget lasts
         for round_, cut in ((0, len(sections)), (1, 3)):
-            for rank_, (note, lines, heads, secs) in enumerate(sections[:cut], 1):
+            for rank_, (score, note, lines, heads, secs) in enumerate(sections[:cut], 1):
                 if round_ >= len(secs):
                     continue
                 first, last, focus, heading = secs[round_]
                 why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
-                make = maker(note, lines, "hit", why)
+                make = maker(note, lines, "hit", why, score)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
                 if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
