@@ -302,6 +302,22 @@ def test_changes_since_lists_exactly_what_changed(daemon):
     assert daemon.request("changes", since=g + 100)["reset"] is True, "a generation of another state folder"
 
 
+def test_a_move_whose_two_ends_are_committed_apart_is_a_move(daemon):
+    """The old path's deletion committed first, the new path's note later (watchdog's two
+    ends of a move can come seconds apart under load): still a move, and the pin follows."""
+    v = daemon.vault
+    daemon.request("pin", note="notes/Deep work.md")
+    g0 = daemon.status()["generation"]
+    text = (v / "notes" / "Deep work.md").read_bytes()
+    (v / "notes" / "Deep work.md").unlink()
+    wait_for(lambda: daemon.request("changes", since=g0)["deleted"], timeout=10, interval=0.05)
+    (v / "journal" / "Deep work.md").write_bytes(text)
+    wait_for(lambda: daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    res = daemon.request("changes", since=g0)
+    assert (res["added"], res["deleted"], res["moved"]) == ([], [], [["notes/Deep work.md", "journal/Deep work.md"]])
+    assert [p["path"] for p in daemon.request("pins")["pins"]] == ["journal/Deep work.md"]
+
+
 def test_a_generation_never_reached_is_said_after_the_wait(daemon):
     import subprocess
     import sys

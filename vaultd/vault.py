@@ -93,6 +93,9 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._log: list[tuple[int, str, str, str | None]] = []
         """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
         self._log_start = self.generation
+        self._gone_lately: dict[str, tuple[float, Note]] = {}
+        """Notes deleted in the last MOVE_S seconds, by path: a note that appears in a later
+        commit with the same identifier or bytes moved (see Ingest._record)."""
         self.started = time.time()
         self.reconciled = False
         self.first_index = not self.notes

@@ -56,6 +56,11 @@ def _release_freed_memory() -> None:
         trim(0)
 
 
+MOVE_S = 10
+"""A note deleted, then one of the same Denote identifier or bytes added within this many
+seconds in a later commit: a move (its state follows it; `changes` says moved)."""
+
+
 class Ingest:
     """The Vault's ingest: reconcile, apply, the change log."""
 
@@ -256,6 +261,15 @@ class Ingest:
 
     def _record(self, g: int, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
         moves = _moves(gone, upserts)
+        now = time.monotonic()
+        lately = self._gone_lately = {p: (t, n) for p, (t, n) in self._gone_lately.items()
+                                      if now - t < MOVE_S and p not in self.notes}
+        if lately:  # the two ends of a move, committed apart (watchdog's may come seconds apart under load)
+            arrived = [n for n in upserts if n.path not in old and n.path not in moves.values()]
+            moves |= _moves({p: n for p, (_, n) in lately.items()}, arrived) if arrived else {}
+        for o in moves:
+            lately.pop(o, None)
+        lately |= {p: (now, n) for p, n in gone.items() if p not in moves}
         log = self._log
         for o, n in moves.items():
             logger.info("moved: %s -> %s", o, n)
