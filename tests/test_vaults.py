@@ -390,3 +390,53 @@ def test_grep_and_context_ask_every_vault(two):
     assert len(spans) == len(set(spans))
     mine = d.request("context", q="compost", hot=False, vault="notes")
     assert [i["path"] for i in mine["items"]] == ["garden.md"] and "vaults" not in mine
+
+
+def test_a_client_in_a_vault_whose_daemon_is_down_never_asks_another_vaults(tmp_path, short_dir):
+    """vaultq (and vaultd mcp, the LSP) with no socket named: from a vault's folder, the
+    daemon serving it, found by asking the running ones (a daemon of several listens on its
+    first vault's socket); from a vault vaultd knows whose daemon is down, exit 3 naming it,
+    never the only other daemon running (a `split --all` there split the other vault's
+    notes); from a folder of no vault, the only daemon running, as before."""
+    from vaultd.paths import vault_name
+
+    first, second, down, elsewhere = (tmp_path / n for n in ("first", "second", "down", "elsewhere"))
+    write(first / "a.md", "# A\nlorem first\n")
+    write(second / "b.md", "# B\nlorem second\n")
+    write(down / "c.md", "# C\nlorem down\n")
+    elsewhere.mkdir()
+    rt, state_home = short_dir / "rt", tmp_path / "xdg-state"
+    (rt / "vaultd").mkdir(parents=True, mode=0o700)
+    rt.chmod(0o700)
+    (state_home / "vaultd" / vault_name(down)).mkdir(parents=True)  # indexed once: vaultd knows it
+    cfg = write(tmp_path / "config.toml", f'vaults = ["{first}", "{second}"]\n[split]\nmode = "off"\n')
+    d = Daemon(first, tmp_path / "state", rt / "vaultd" / f"{vault_name(first)}.sock")
+    d.args = [sys.executable, "-m", "vaultd", "run", "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
+              "--socket", str(d.socket)]
+    d.start()
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(rt), "XDG_STATE_HOME": str(state_home)}
+    env.pop("VAULTD_SOCKET", None)
+
+    def ask(*args, cwd):
+        return subprocess.run([sys.executable, "-m", "vaultd.vaultq", *args], capture_output=True, text=True,
+                              timeout=30, cwd=cwd, env=env)
+
+    try:
+        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.05)
+        r = ask("read", "b.md", cwd=second)
+        assert r.returncode == 0 and "lorem second" in r.stdout, r.stderr  # the daemon serving the second vault
+        r = ask("search", "lorem", cwd=down)
+        assert r.returncode == 3 and r.stdout == "", r.stdout
+        assert f"no vaultd serves {down}; start it: vaultd run --vault {down}" in r.stderr
+        assert f"(serves {first}, {second})" in r.stderr
+        r = ask("--vault", str(down), "split", "--all", cwd=elsewhere)
+        assert r.returncode == 3 and f"no vaultd serves {down}" in r.stderr
+        r = ask("--vault", str(tmp_path / "none"), "status", cwd=elsewhere)
+        assert r.returncode == 3 and "(no such folder)" in r.stderr
+        others = [s for p in (Path(f"/run/user/{os.getuid()}/vaultd"), Path(f"/tmp/vaultd-{os.getuid()}"))
+                  if p.is_dir() for s in p.glob("*.sock")]
+        if not others:  # the user's own daemons, if any, make "the only one" ambiguous
+            r = ask("search", "lorem", "--format", "paths", cwd=elsewhere)
+            assert r.returncode == 0 and {Path(p).parent for p in r.stdout.split()} == {first, second}
+    finally:
+        d.stop()

@@ -72,25 +72,15 @@ def runtime_dirs() -> list[Path]:
 
 
 def find_socket(cwd: Path) -> tuple[Path | None, list[Path]]:
-    """The socket vaultq should use when none is given.
-
-    The daemon of the vault holding `cwd` wins; else the only running one. Each is looked
-    for in every runtime folder (see runtime_dirs).
-    Returns (socket or None, every socket seen) so the caller can explain.
-    """
+    """The socket of the daemon of the vault holding `cwd`, looked for in every runtime
+    folder (see runtime_dirs), or None; and every socket seen (for pick_socket)."""
     dirs = runtime_dirs()
     for d in (cwd, *cwd.parents):
         name = f"{vault_name(d)}.sock"
         for r in dirs:
             if (r / name).exists():
                 return r / name, [r / name]
-    seen = []
-    for r in dirs:
-        try:
-            seen += sorted(r.glob("*.sock"))
-        except OSError:
-            continue
-    return (seen[0] if len(seen) == 1 else None), seen
+    return None, [s for r in dirs for s in _sockets(r)]
 
 
 def vault_socket(vault: Path) -> Path:
@@ -101,37 +91,96 @@ def vault_socket(vault: Path) -> Path:
 
 
 def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | None = None) -> str:
-    """The socket a client (vaultq, the MCP server, a hook) should use: `socket`, then
+    """The socket a client (vaultq, the MCP server, the LSP) should use: `socket`, then
     $VAULTD_SOCKET, then the daemon of the folder `vault`, then that of the vault around
-    `cwd` (the current folder by default), then the only one running (`vault` may be among
-    the vaults it serves: the client names it in each request). Raises DaemonUnavailable, saying
-    how to choose when several run and none is for this folder."""
+    `cwd` (the current folder by default); else the running daemons are asked which vaults
+    they serve (a daemon of several listens on the first one's socket): the one serving
+    `vault` (a folder, or a name) or `cwd`; else the only one running, unless the folder
+    asked about is a vault of its own (given as `vault`, or around `cwd` with vaultd's
+    state or split journal): its daemon is down, and another vault's must not answer for
+    it (writes included). Raises DaemonUnavailable, saying how to start or choose one."""
     from .errors import DaemonUnavailable
 
     if socket:
         return socket
     if os.environ.get("VAULTD_SOCKET"):
         return os.environ["VAULTD_SOCKET"]
-    own = None
-    if vault:
-        folder = Path(vault).expanduser()
-        own = vault_socket(folder.resolve()) if folder.is_dir() else None
-        if own is not None and own.exists():
+    folder = Path(vault).expanduser().resolve() if vault and ("/" in vault or vault.startswith((".", "~"))
+                                                           or Path(vault).is_dir()) else None
+    if folder is not None and folder.is_dir():
+        own = vault_socket(folder)
+        if own.exists():
             return str(own)
-        # a daemon that serves several vaults (config `vaults`) listens on the first one's
-        # socket: found as any other, and asked for `vault` by name (the client sends it)
     here = Path(cwd) if cwd else Path.cwd()
-    found, seen = find_socket(here)
-    if found:
-        return str(found)
-    if own is not None and not seen:
-        return str(own)  # not running: the client says so, of that vault's socket
-    if seen:
+    if folder is None:
+        found, seen = find_socket(here)
+        if found:
+            return str(found)
+    else:
+        seen = [s for r in runtime_dirs() for s in _sockets(r)]
+    served = {s: r for s in seen if (r := _served(s)) is not None}
+    want = folder or here.resolve()
+    for s, roots in served.items():
+        if any(want == Path(r) or Path(r) in want.parents for r in roots):
+            return str(s)
+    if vault and folder is None:  # a vault's name: the daemon that serves a vault of that name
+        named = [s for s, roots in served.items() if any(Path(r).name == vault for r in roots)] or \
+            (list(served) if len(served) == 1 else [])
+        if len(named) == 1:
+            return str(named[0])
+    own_vault = folder or _known_vault(here)
+    running = "".join(f"\n  {s}" + (f" (serves {', '.join(r)})" if r else "") for s, r in served.items())
+    if own_vault is not None:
+        where = vault_socket(own_vault) if own_vault.is_dir() else default_socket(own_vault)
+        raise DaemonUnavailable(str(where), "not running", (
+            f"no vaultd serves {own_vault}" + ("" if own_vault.is_dir() else " (no such folder)")
+            + (f"; start it: vaultd run --vault {own_vault} (or systemctl --user start vaultd)" if own_vault.is_dir()
+               else "") + (f"\nvaultd runs for other vaults (--socket PATH asks one):{running}" if served else "")))
+    if len(served) == 1:
+        return str(next(iter(served)))
+    if served:
         raise DaemonUnavailable("(several sockets)", "several", "no vaultd runs for this folder's vault, and "
-                                f"{len(seen)} others do; pick one with --vault DIR or --socket PATH:\n  "
-                                + "\n  ".join(map(str, seen)))
+                                f"{len(served)} others do; pick one with --vault DIR or --socket PATH:{running}")
     looked = ", ".join(map(str, runtime_dirs())) or "none of them exists"
     raise DaemonUnavailable(str(default_socket(here)), f"no vaultd is running; looked in {looked}")
+
+
+def _sockets(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.glob("*.sock"))
+    except OSError:
+        return []
+
+
+def _served(sock: Path) -> list[str] | None:
+    """The vault folders the daemon on `sock` serves (its `ping`); [] when it does not say
+    in time (a socket systemd holds while the daemon starts); None when nothing listens (a
+    stale socket file)."""
+    import json
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.settimeout(3.0)
+            try:
+                c.connect(str(sock))
+            except OSError:
+                return None
+            c.sendall(b'{"v":1,"op":"ping"}\n')
+            res = json.loads(c.makefile("rb").readline())["result"]
+        return [str(r) for r in res.get("vaults") or [res["vault"]]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _known_vault(here: Path) -> Path | None:
+    """The folder around `here` that vaultd knows as a vault: one with its split journal
+    (`.vaultd/`), or an index in the default state folder; else None."""
+    state = xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd"
+    for d in (here, *here.parents):
+        if (d / ".vaultd" / "split").is_dir() or (state / vault_name(d)).is_dir():
+            return d
+    return None
 
 
 def shown(root: str, mode: str):
