@@ -22,6 +22,7 @@ NOTES = {
     "notes/20250101T000000--가치관-정리__철학.md": "# 가치관\n\n나의 가치관은 단순함이다.\n\n## 선택\n\n가치 있는 선택을 한다.\n",
     "notes/spacing.md": "# 띄어쓰기\n\n형태소 분석기 없이도 계층 구조를 찾는다.\n",
     "notes/sync.md": "# Syncthing\n\nSyncthing keeps folders in sync. jujutsu is a VCS.\n",
+    "notes/nested.md": "# Nested\n\nA zebra note. #animals/stripes\n",
 }
 
 
@@ -105,6 +106,26 @@ def test_date_filters_use_the_note_date(v):
     assert paths(v, "tips after:2025-01-01") == ["notes/rust-tips.md"]
     assert paths(v, "tips before:2025") == ["notes/python-tips.md"]
     assert paths(v, "tips after:2024-06 before:2024-07") == ["notes/python-tips.md"]
+
+
+def test_a_date_that_is_no_date_is_an_error_not_no_filter(v):
+    from vaultd.errors import QueryError
+
+    for q in ("tips before:2025-13", "tips after:2025-02-30", "tips after:9999-99-99"):
+        with pytest.raises(QueryError, match="is not a date"):
+            v.search(q)
+    with pytest.raises(QueryError, match="before: '2025-13' is not a date"):
+        v.grep("tips", before="2025-13")
+    with pytest.raises(QueryError, match="after: 'soon' is not a date"):
+        v.grep("tips", after="soon")
+
+
+def test_a_tag_finds_the_tags_nested_under_it(v):
+    assert paths(v, "zebra tag:animals") == ["notes/nested.md"]  # #animals/stripes, as Obsidian's tag search
+    assert paths(v, "zebra tag:animals/stripes") == ["notes/nested.md"]
+    assert paths(v, "zebra tag:anim") == [] and paths(v, "zebra tag:stripes") == []
+    assert [m["path"] for m in v.grep("zebra", tags=["animals"])["matches"]] == ["notes/nested.md"]
+    assert v.grep("zebra", tags=["anim"])["matches"] == []
 
 
 def test_bad_operator_values_are_plain_words(v):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import tantivy
 
 from ..config import Search
+from ..errors import QueryError
 from ..note import Note
 from ..store.index import CJK_RUN, note_epoch, parse_date
 
@@ -101,8 +102,8 @@ def parse(text: str) -> Parsed:
             p.titles.append(val)
         elif op == "path":
             p.paths.append(val.strip("/"))
-        elif op in ("after", "before") and _date_bound(val) is not None:
-            setattr(p, op, _date_bound(val))
+        elif op in ("after", "before") and (bound := date_bound(val, op, strict=False)) is not None:
+            setattr(p, op, bound)
         elif quoted:
             (p.excluded_phrases if sign == "-" else p.phrases).append(val)
         elif sign == "-":
@@ -121,15 +122,21 @@ def _regex_literal(text: str) -> str:
     return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
 
 
-def _date_bound(val: str) -> float | None:
+def date_bound(val: str, op: str, strict: bool = True) -> float | None:
     """The start of a YYYY, YYYY-MM or YYYY-MM-DD period: `after:2025-03` means from March
-    on, `before:2025-03` before March."""
+    on, `before:2025-03` before March. A value of digits and dashes that is no such date
+    (2025-13, 2025-02-30): QueryError, rather than no filter at all; any other value (`after:
+    lunch`, a word of the query): an error when `strict`, else None."""
+    day = val
     if re.fullmatch(r"\d{4}", val):
-        val += "-01-01"
+        day += "-01-01"
     elif re.fullmatch(r"\d{4}-\d{1,2}", val):
         y, m = val.split("-")
-        val = f"{y}-{int(m):02d}-01"
-    return parse_date(val) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", val) else None
+        day = f"{y}-{int(m):02d}-01"
+    bound = parse_date(day) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else None
+    if bound is None and (strict or re.fullmatch(r"[\d-]+", val)):
+        raise QueryError(f"{op}: {val!r} is not a date: give YYYY, YYYY-MM or YYYY-MM-DD")
+    return bound
 
 
 def note_filter(tags: list[str] = (), paths: list[str] = (), after: str | None = None,
@@ -139,11 +146,11 @@ def note_filter(tags: list[str] = (), paths: list[str] = (), after: str | None =
     clauses for them keep (see plan). Every one given must hold."""
     want = [t.lstrip("#").lower() for t in tags]
     folders = [p.strip("/") for p in paths]
-    lo = _date_bound(after) if after else None
-    hi = _date_bound(before) if before else None
+    lo = date_bound(after, "after") if after else None
+    hi = date_bound(before, "before") if before else None
 
     def keep(n: Note) -> bool:
-        if want and not all(t in n.tags for t in want):
+        if want and not all(has_tag(n.tags, t) for t in want):
             return False
         for f in folders:  # a folder and all below it, or a file name's start (path:journal/2025)
             if not (n.path.startswith(f + "/") or n.path.startswith(f) and "/" not in n.path[len(f):]):
@@ -154,6 +161,12 @@ def note_filter(tags: list[str] = (), paths: list[str] = (), after: str | None =
         return True
 
     return keep
+
+
+def has_tag(tags, tag: str) -> bool:
+    """Whether a note with `tags` has `tag`, or a tag nested under it (`inline` holds
+    `inline/nested`, as Obsidian's tag search has it)."""
+    return tag in tags or any(t.startswith(tag + "/") for t in tags)
 
 
 def stem(word: str) -> str:
@@ -406,8 +419,9 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
 
     must += [c for c in map(bld.text_clause, p.required) if c is not None]
     must += [c for c in map(bld.phrase, p.phrases) if c is not None]
-    for t in p.tags:
-        must.append(bld.term("tags", t))
+    for t in p.tags:  # the tag, or one nested under it (see has_tag)
+        must.append(_Q.boolean_query([(_O.Should, bld.term("tags", t)),
+                                      (_O.Should, _Q.regex_query(schema, "tags", _regex_literal(t) + "/.*"))]))
     for t in p.titles:
         stems_t, cjk_t = _split(t)
         parts = [bld.term("title", s) for s in stems_t] + [
