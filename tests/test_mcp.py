@@ -127,6 +127,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
                                   ("envelope", "read", {"note": "Deep work", "paths": "vault"}),
                                   ("type", "context", {"query": "x", "budget": "lots"}),
                                   ("date", "search", {"query": "x", "after": "yesterday"}),
+                                  ("one tag", "search", {"query": "boredom", "tag": "nope"}),
                                   ("no note", "backlinks", {"note": "no such thing"}),
                                   ("no tool", "split", {"note": "Deep work"})):
             r = await c.call_tool(name, args)
@@ -149,6 +150,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
     assert out["envelope"] == (True, "bad arguments for read: unknown argument 'paths'")
     assert out["type"][0] and "budget: expected int" in out["type"][1]
     assert out["date"][0] and "after" in out["date"][1]
+    assert not out["one tag"][0], out["one tag"]  # one value for a list: taken as a list of one
     assert out["no note"] == (True, "no note matches 'no such thing' (give a vault path, a Denote identifier, "
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import typing
 from functools import cache
 from urllib.parse import unquote, urlsplit
 
@@ -135,6 +136,14 @@ def _surrogate(v) -> bool:
     return isinstance(v, list) and any(map(_surrogate, v))
 
 
+@cache
+def _lists(op: str) -> frozenset[str]:
+    """The fields of `op`'s request that take a list."""
+    def bare(t):
+        return bare(typing.get_args(t)[0]) if typing.get_origin(t) is typing.Annotated else t
+    return frozenset(f.name for f in msgspec.structs.fields(REQUEST_TYPES[op]) if typing.get_origin(bare(f.type)) is list)
+
+
 def request_args(op: str, arguments: dict | None) -> dict:
     """The daemon's arguments for tool `op` called with `arguments`, checked against the
     request type (BadArguments says what is wrong, in the tool's own names)."""
@@ -145,6 +154,9 @@ def request_args(op: str, arguments: dict | None) -> dict:
     if op in WRITES and _surrogate(arguments):  # a write is made of what was sent, or not at all
         raise BadArguments("a string holds a lone surrogate (not valid Unicode): nothing was written")
     args = {back.get(k, k): _clean(v) for k, v in (arguments or {}).items()}
+    for k in _lists(op) & args.keys():  # "tag": "x" for ["x"]: agents often send one value so
+        if isinstance(args[k], str):
+            args[k] = [args[k]]
     try:
         req = msgspec.convert(args, type=REQUEST_TYPES[op])
     except msgspec.ValidationError as e:
