@@ -864,8 +864,37 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_NONE  # never 2, which Claude Code takes as "block this prompt"
         if isinstance(args.hook_input.get("cwd"), str) and os.path.isabs(args.hook_input["cwd"]):
             cwd = args.hook_input["cwd"]  # the agent's folder: paths are shown as from there
+    if not hook and not getattr(args, "json", False) and sys.stdout.isatty():
+        sys.stdout = _Inert(sys.stdout)
     code = _ask(args, cwd, me)
     return EXIT_NONE if hook and code == EXIT_USAGE else code
+
+
+_CONTROL = {c: f"^{chr(c ^ 64)}" for c in (*range(32), 127) if c not in (9, 10, 13)} | \
+    {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
+"""Control characters as caret notation (ESC as ^[), as `cat -v` shows them."""
+
+
+class _Inert:
+    """A terminal's stdout that prints a note's control characters as text: a note (a web
+    clipping, a file someone sent) may hold escape sequences that would retitle or clear
+    the terminal, move its cursor or set the clipboard (OSC 52). Colours alone (SGR, ours
+    among them) pass, as `less -R` lets them. Pipes and --json get the characters as they are."""
+
+    _UNSAFE = None
+
+    def __init__(self, out):
+        self._out = out
+        if _Inert._UNSAFE is None:
+            import re
+
+            _Inert._UNSAFE = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+    def write(self, text: str) -> int:
+        return self._out.write(self._UNSAFE.sub(lambda m: m.group(1) or m.group().translate(_CONTROL), text))
+
+    def __getattr__(self, name):
+        return getattr(self._out, name)
 
 
 def _ask(args, cwd: str, me: str) -> int:
