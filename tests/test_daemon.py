@@ -169,28 +169,39 @@ def test_many_clients_at_once(daemon):
             assert b'"ok":true' in f.readline()
 
 
-def test_clients_past_the_limit_are_told_busy_and_the_rest_still_served(daemon):
+def test_clients_past_the_limit_hang_up_the_longest_idle_else_are_told_busy(daemon):
+    """64 places: a new client past them takes the place of the connection idle longest (a
+    client that left it open: 64 such used to lock every client out for good); when every
+    place is answering a request, it is told busy, and served again once one is free."""
     from vaultd.server import MAX_CLIENTS
 
-    idle, told = [], None
-    for _ in range(MAX_CLIENTS + 1):  # the fixture's own connection may hold one place
+    daemon._close()  # the fixture's own connection holds no place in this
+    wait_for(lambda: _pings(daemon), 5)
+    idle = []
+    for _ in range(MAX_CLIENTS):
         c = daemon.connect()
-        try:
-            c.sendall(b'{"op":"ping"}\n')
-        except OSError:  # a busy daemon may have answered and closed already
-            pass
-        reply = c.recv(4096)
-        if b'"busy"' in reply:
-            told = reply
-            c.close()
-            break
-        assert b'"pong":true' in reply
+        c.sendall(b'{"op":"ping"}\n')
+        assert b'"pong":true' in c.recv(4096)
         idle.append(c)
-    assert told and b'"busy"' in told and MAX_CLIENTS - 4 <= len(idle) <= MAX_CLIENTS  # the fixture's own, closing
-    idle.pop().close()
-    assert wait_for(lambda: _pings(daemon), 5), "a freed place is served again"
+    assert _pings(daemon), "served in the place of the longest idle"
+    idle[0].settimeout(5)
+    assert idle[0].recv(100) == b"", "the longest idle is hung up"
+    idle[-1].sendall(b'{"op":"ping"}\n')
+    assert b'"pong":true' in idle[-1].recv(4096), "the others are still served"
     for c in idle:
         c.close()
+    assert wait_for(lambda: _pings(daemon), 5)
+    busy = []
+    for _ in range(MAX_CLIENTS):  # each waits up to 10 s for a generation never reached
+        c = daemon.connect()
+        c.sendall(b'{"op":"search","q":"boredom","after_generation":999999}\n')
+        busy.append(c)
+    time.sleep(0.5)
+    with daemon.connect() as c:
+        assert b'"busy"' in c.recv(4096)
+    for c in busy:
+        c.close()
+    assert wait_for(lambda: _pings(daemon), 15), "a freed place is served again"
 
 
 def _pings(daemon) -> bool:

@@ -185,6 +185,9 @@ class Server:
         """Why the daemon stops on its own (a part of it failed): it then exits 1."""
         self._listener: socket.socket | None = None
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
+        self._waiting: dict[socket.socket, float] = {}
+        """Connections waiting for their client's next line, since when (see _hang_up_oldest)."""
+        self._waiting_lock = threading.Lock()
         self._lock = SocketLock(self.socket_path)
         self._threads: list[threading.Thread] = []
         self._ready_lock = threading.Lock()
@@ -442,7 +445,8 @@ class Server:
                     return
                 logger.exception("accept failed")
                 continue
-            if not self._clients.acquire(blocking=False):
+            if not self._clients.acquire(blocking=False) and not (self._hang_up_oldest() and
+                                                                 self._clients.acquire(timeout=2.0)):
                 with conn:  # each client holds a thread and up to a request line of memory
                     conn.settimeout(1.0)
                     self._send(conn, protocol.error(None, "busy", f"{MAX_CLIENTS} clients are connected; try again"))
@@ -453,6 +457,21 @@ class Server:
                 self._clients.release()
                 conn.close()
                 logger.exception("cannot serve a client")
+
+    def _hang_up_oldest(self) -> bool:
+        """Every client's place is taken: the connection that has waited longest for its
+        client's next request (a client that left it open, or never finished its line) is
+        closed, so that its place goes to the new one. False when every client is being
+        answered."""
+        with self._waiting_lock:
+            if not self._waiting:
+                return False
+            conn = min(self._waiting, key=self._waiting.__getitem__)
+            del self._waiting[conn]
+        logger.warning("%d clients connected: the one idle longest is hung up for a new one", MAX_CLIENTS)
+        with suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)  # its readline returns: its thread ends, and gives its place back
+        return True
 
     def _serve_client(self, conn: socket.socket) -> None:
         try:
@@ -466,10 +485,15 @@ class Server:
         conn.settimeout(None)
         with conn, conn.makefile("rb") as rfile:
             while not self.should_exit.is_set():
+                with self._waiting_lock:
+                    self._waiting[conn] = time.monotonic()
                 try:
                     line = rfile.readline(protocol.MAX_LINE + 1)
                 except OSError:
                     return
+                finally:
+                    with self._waiting_lock:
+                        self._waiting.pop(conn, None)
                 if not line:
                     return
                 if len(line) > protocol.MAX_LINE and not line.endswith(b"\n"):
