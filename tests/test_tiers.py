@@ -318,6 +318,17 @@ def test_a_move_whose_two_ends_are_committed_apart_is_a_move(daemon):
     assert [p["path"] for p in daemon.request("pins")["pins"]] == ["journal/Deep work.md"]
 
 
+def test_a_note_moved_away_and_back_is_not_moved_onto_itself(daemon):
+    v = daemon.vault
+    g0 = daemon.status()["generation"]
+    os.rename(v / "notes" / "Deep work.md", v / "journal" / "Deep work.md")
+    wait_for(lambda: daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    os.rename(v / "journal" / "Deep work.md", v / "notes" / "Deep work.md")
+    wait_for(lambda: not daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    res = daemon.request("changes", since=g0)
+    assert (res["added"], res["deleted"], res["moved"], res["changed"]) == ([], [], [], ["notes/Deep work.md"])
+
+
 def test_a_generation_never_reached_is_said_after_the_wait(daemon):
     import subprocess
     import sys

@@ -333,6 +333,9 @@ class Ingest:
                 status[path] = "changed"
             elif not (kind == "changed" and status.get(path) in ("added", "moved")):
                 status[path] = kind
+        for p, s in status.items():
+            if s == "moved" and origin[p] == p:  # moved away and back: at most changed
+                status[p] = "changed"
         by = {k: sorted(p for p, s in status.items() if s == k) for k in ("added", "changed", "deleted")}
         return {"generation": self.generation, "since": since, "reset": False, **by,
                 "moved": sorted([origin[p], p] for p, s in status.items() if s == "moved")}
