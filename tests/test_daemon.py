@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -272,13 +273,19 @@ def test_bad_files_are_indexed_as_far_as_they_go(daemon):
     (v / "latin1.md").write_bytes("# caf\xe9\n\nheron in latin-1 caf\xe9\n".encode("latin-1"))
     (v / "empty.md").write_bytes(b"")
     (v / "nul.org").write_bytes(b"* head\x00ing\nbittern\x00\n")
+    blob = bytearray(random.Random(3).randbytes(50_000))  # an image named .md: its bytes no words, no tags
+    blob[1000:1030] = b"\n#zzblobtag zzblobword\n".ljust(30)
+    (v / "blob.md").write_bytes(bytes(blob))
     big = ("lorem ipsum dolor sit amet " * 3 + "\n") * 65_000 + "pelican at the very end\n"
     _write(v / "big.md", big)
     assert len(big.encode()) > 5_000_000
     daemon.wait_generation(g, timeout=5.0)
     st = daemon.status()
-    assert st["notes"] == 9
-    assert st["problems"] >= 2
+    assert st["notes"] == 10
+    assert st["problems"] >= 3
+    assert daemon.search_paths("zzblobword") == [] and daemon.request("grep", q="zzblobword")["matches"] == []
+    assert "zzblobtag" not in {t["tag"] for t in daemon.request("tags")["tags"]}
+    assert daemon.search_paths("blob") == ["blob.md"]  # by its name
     assert daemon.search_paths("kingfisher") == ["bad-yaml.md"]
     assert daemon.search_paths("heron") == ["latin1.md"]
     assert daemon.search_paths("bittern") == ["nul.org"]

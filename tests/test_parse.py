@@ -1,3 +1,4 @@
+import random
 import time
 
 import pytest
@@ -96,6 +97,13 @@ def test_non_utf8_empty_nul_and_oversized():
     assert "not valid UTF-8" in n.problems[0] and "caf\ufffd au lait" in n.body
     assert parse_file("empty.org", b"").title == "empty"
     assert "NUL" in parse_file("nul.md", b"a\x00b").problems[0]
+    blob = random.Random(7).randbytes(200_000)
+    for data in (blob, "# Note\nText in UTF-16.\n".encode("utf-16")):
+        n = parse_file("20250101T000000--blob__pic.md", data)  # an image or archive named .md
+        assert "binary" in n.problems[0] and n.body == "" and n.links == [] and n.headings == []
+        assert (n.title, n.tags, n.size) == ("blob", ["pic"], len(data))  # its name, as of any note
+    assert not parse_file("ko.md", "# 가치관\n가치관이 드러난다.\n".encode()).problems
+    assert "binary" not in parse_file("fr.md", "été à côté, déjà là\n".encode("latin-1")).problems[0]
     big = parse_file("big.md", b"line\n" * 1000, max_bytes=100)
     assert big.size == 5000 and "only the first" in big.problems[0] and big.body.count("line") == 20
 

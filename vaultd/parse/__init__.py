@@ -35,6 +35,20 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     return text, problems
 
 
+BINARY_HEAD = 8192
+
+
+_CONTROL_BYTES = bytes(c for c in range(32) if c not in b"\t\n\r\x0c\x1b")
+
+
+def binary(head: bytes) -> bool:
+    """Whether a file's first bytes are not text: over 1% of them (and at least 16) control
+    bytes that text does not hold (NUL and the like: UTF-16, images, archives, random
+    bytes); a stray NUL, or a Latin-1 note's accented letters, are text."""
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return controls >= 16 and controls * 100 > len(head)
+
+
 def _stem_suffix(path: str) -> tuple[str, str]:
     """`PurePosixPath(path).stem` and `.suffix`, without building the path object."""
     name = next((part for part in reversed(path.split("/")) if part not in ("", ".")), "")
@@ -60,6 +74,10 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         cut = data.rfind(b"\n", 0, max_bytes) + 1 or max_bytes
         data = data[:cut]
         problems.append(f"file is {size / 2**20:.1f} MB; only the first {max_bytes / 2**20:.0f} MB are indexed")
+    if binary(data[:BINARY_HEAD]):  # an image or archive named .md: its bytes would read as words and tags
+        problems.append("binary, not text (NUL and other control bytes in its first 8 KB): only its name is "
+                        "indexed")
+        data = b""
     text, decode_problems = decode(data)
     problems += decode_problems
 

@@ -23,6 +23,7 @@ import time
 from functools import lru_cache
 
 from ..errors import QueryError
+from ..parse import BINARY_HEAD, binary
 from ..paths import cut, open_note
 from .ranking import note_filter
 
@@ -110,6 +111,8 @@ class Grep:
             try:
                 data = _read(self._root, path, cap)
             except OSError:
+                continue
+            if binary(data[:BINARY_HEAD]):  # as rg: a binary file's "lines" are no lines (see parse)
                 continue
             if bytes_re is not None and data.isascii():  # bytes all through: offsets are columns
                 found = _rows(data, bytes_re, bytes_each, path, ascii_data=True)
