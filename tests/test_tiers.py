@@ -113,6 +113,24 @@ def test_hot_is_capped_and_ordered(tmp_path):
         v.close()
 
 
+def test_a_bulk_stamp_is_no_edit(tmp_path):
+    """A fresh clone or copy stamps every note with the same minute: none of them is
+    "changed lately" (a new user's HOT set was 100 arbitrary notes); an edit since is."""
+    files = {f"copied/n{i}.md": (f"# N{i}\ncopied\n", 0.5) for i in range(30)}
+    v = make_vault(tmp_path, {**files, "edited.md": ("# Edited\nmine\n", 0.1)})
+    try:
+        assert hot_why(v) == {"edited.md": ["changed 0 days ago"]}
+        v.pin("copied/n3.md", True)
+        assert hot_why(v) == {"copied/n3.md": ["pinned"], "edited.md": ["changed 0 days ago"]}
+    finally:
+        v.close()
+    few = make_vault(tmp_path / "few", {f"n{i}.md": ("# N\n", 0.5) for i in range(5)})  # a few: edits
+    try:
+        assert len(hot_why(few)) == 5
+    finally:
+        few.close()
+
+
 def test_read_lines_and_heading(v):
     r = v.read("old.md", heading="Part")
     assert (r["first"], r["last"], r["text"]) == (3, 6, "## Part\nline a\nline b\n")

@@ -154,8 +154,8 @@ def request_args(op: str, arguments: dict | None) -> dict:
     if op in WRITES and _surrogate(arguments):  # a write is made of what was sent, or not at all
         raise BadArguments("a string holds a lone surrogate (not valid Unicode): nothing was written")
     args = {back.get(k, k): _clean(v) for k, v in (arguments or {}).items()}
-    for k in _lists(op) & args.keys():  # "tag": "x" for ["x"]: agents often send one value so
-        if isinstance(args[k], str):
+    for k in _lists(op) & args.keys() if op not in WRITES else ():  # "tag": "x" for ["x"]: agents often send
+        if isinstance(args[k], str):  # one filter so (a write takes only what it says it takes)
             args[k] = [args[k]]
     try:
         req = msgspec.convert(args, type=REQUEST_TYPES[op])

@@ -7,6 +7,7 @@ import functools
 import math
 import re
 import time
+from collections import Counter
 
 from ..config import Tiers
 from ..note import Note
@@ -46,8 +47,12 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     cool_ns = int(cool) - 1_000_000_000 if math.isfinite(cool) and cool > 1e9 else never
     written = state.written
 
+    groups, bulk = _by_change(notes, frozenset(hot_tags), agents)
+
     def rank(path: str, n: Note) -> tuple[float, str, list[str]] | None:
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
+        if m // MINUTE_NS in bulk:
+            m = never  # stamped with many others at once (a clone, a copy): no edit of the user's
         if m < old_ns and path not in access and path not in pins and path not in agent and (
                 (m < cool_ns and path not in state.last_access and path not in agent_last)
                 or hot_tags.isdisjoint(n.tags) or (agents and path.startswith(agents))):
@@ -58,7 +63,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         tags = set(n.tags) if agents is None or not path.startswith(agents) else set(n.tags) - hot_tags
         if tags & done_tags and not pinned:
             return None
-        changed_days = (now - m / 1e9) / day
+        changed_days = (now - m / 1e9) / day if m != never else math.inf
         last = max(state.last_access.get(path, 0.0), agent_last.get(path, 0.0))
         touched_days = min(changed_days, (now - last) / day)
         reasons, score = [], 0.0
@@ -91,7 +96,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     # 2.5 s a call).
     special = set(pins).union(access, agent, state.last_access, agent_last, written)
     ranked = [r for p in special if p in notes and (r := rank(p, notes[p])) is not None]
-    for tagged, group in _by_change(notes, frozenset(hot_tags), agents):
+    for tagged, group in groups:
         taken, least = 0, None
         for neg_m, path in group:
             if -neg_m < old_ns and (not tagged or -neg_m < cool_ns):
@@ -110,20 +115,34 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             for sc, p, why in ranked[: cfg.hot_max]]
 
 
-_by_change_of: tuple = ({}, None, [])
+_by_change_of: tuple = ({}, None, [], frozenset())
+
+MINUTE_NS = 60 * 10**9
+BULK = (10, 200)
+"""A minute in which at least this many notes got their mtime (at most the second number;
+else half the notes) is a bulk stamp: a clone, a copy, a checkout, a sync's first run.
+Those mtimes are no edits of the user's, so they make no note HOT (a fresh copy of a vault
+made every note "changed 0 days ago")."""
 
 
-def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | None) -> list[tuple[int, list]]:
+def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | None
+               ) -> tuple[list[tuple[int, list]], frozenset[int]]:
     """The notes grouped by how many hot tags count for each (none for a capture note's), each
-    group as (-mtime, path), latest first: worked out once per note table (a table is
-    replaced, never changed in place, at each commit)."""
+    group as (-mtime, path), latest first, leaving out those of a bulk stamp (see BULK);
+    and the minutes of bulk stamps: worked out once per note table (a table is replaced,
+    never changed in place, at each commit)."""
     global _by_change_of
-    of, key, groups = _by_change_of
+    of, key, groups, bulk = _by_change_of
     if of is not notes or key != (hot_tags, agents):
+        per_minute = Counter(n.mtime_ns // MINUTE_NS for n in notes.values())
+        least = max(BULK[0], min(BULK[1], len(notes) // 2))
+        bulk = frozenset(m for m, count in per_minute.items() if count >= least)
         by: dict[int, list[tuple[int, str]]] = {}
         for p, n in notes.items():
+            if n.mtime_ns // MINUTE_NS in bulk:
+                continue
             k = len(hot_tags.intersection(n.tags)) if n.tags and not (agents and p.startswith(agents)) else 0
             by.setdefault(k, []).append((-n.mtime_ns, p))
         groups = [(k, sorted(g)) for k, g in by.items()]
-        _by_change_of = (notes, (hot_tags, agents), groups)
-    return groups
+        _by_change_of = (notes, (hot_tags, agents), groups, bulk)
+    return groups, bulk
