@@ -132,7 +132,7 @@ def test_every_command_shows_absolute_paths_outside_the_vault(daemon, project):
                   env={"CLAUDECODE": "1"}).returncode == 0
     assert not any("read" in w for h in daemon.request("hot")["hot"] for w in h["why"])
     vaultq("--socket", sock, "read", "Deep work", cwd=project)  # a person's read counts
-    assert "read 1 times" in {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}["notes/Deep work.md"]
+    assert "read 1 time" in {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}["notes/Deep work.md"]
 
 
 PLUGIN = Path(__file__).parent.parent / "integrations" / "claude-code"

@@ -102,7 +102,7 @@ def test_tools_schemas_and_every_answer_equal_to_the_socket_operations(daemon):
     hot = {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}
     assert not any("read" in w for why in hot.values() for w in why), hot
     daemon.request("read", note="Deep work")  # a person's read does count
-    assert "read 1 times" in {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}["notes/Deep work.md"]
+    assert "read 1 time" in {h["path"]: h["why"] for h in daemon.request("hot")["hot"]}["notes/Deep work.md"]
 
 
 def _paths(obj, key=None):

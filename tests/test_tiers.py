@@ -88,13 +88,13 @@ def test_an_agents_reads_are_counted_apart_and_make_nothing_hot(tmp_path):
         assert hot_why(v) == {}, "context and an agent's read promote nothing"
         assert v.state.state.agent_access["old.md"] == 2 and not v.state.state.access
         v.read("older.md")
-        assert hot_why(v) == {"older.md": ["read 1 times"]}, "a person's read does"
+        assert hot_why(v) == {"older.md": ["read 1 time"]}, "a person's read does"
     finally:
         v.close()
     v = make_vault(tmp_path / "weighted", files, agent_access_weight=0.5)  # configurable: they count, weighted
     try:
         v.read("old.md", agent=True)
-        assert hot_why(v) == {"old.md": ["read by agents 1 times"]}
+        assert hot_why(v) == {"old.md": ["read by agents 1 time"]}
     finally:
         v.close()
 
@@ -160,7 +160,7 @@ def test_access_and_pins_survive_a_restart_and_a_sigkill_after_flush(make_daemon
     d.stop(signal.SIGKILL)
     d2 = make_daemon()
     why = {h["path"]: h["why"] for h in d2.request("hot")["hot"]}
-    assert why["notes/Deep work.md"][:1] == ["pinned"] and "read 1 times" in why["notes/Deep work.md"]
+    assert why["notes/Deep work.md"][:1] == ["pinned"] and "read 1 time" in why["notes/Deep work.md"]
     assert d2.request("pins")["pins"][0]["path"] == "notes/Deep work.md"
     d2.request("read", note="Deep work", lines=[1, 2])
     assert d2.stop() == 0

@@ -306,7 +306,7 @@ def print_status(st: dict) -> None:
     for k in ("vault", "notes", "links", "broken", "pending", "generation", "reconciled", "problems", "socket", "pid",
               "version", "uptime_s"):
         if k in st:
-            print(f"{k + ':':<12}{st[k]}")
+            print(f"{k + ':':<12}" + ("not counted yet (the link graph is loading)" if st[k] is None else str(st[k])))
     if "capture" in st:
         print(f"{'capture:':<12}" + (f"on: `vaultq remember` appends to the day's capture note in {st['capture']}/"
                                      if st["capture"] else "off: remember is refused ([capture] folder turns it on)"))
@@ -528,6 +528,10 @@ def _run(c: _Asker, args) -> int:
         else:
             for it in res["items"]:
                 sys.stdout.write(context_item(it))
+            if not res["items"]:
+                print(f"vaultq: nothing to give within {args.budget} {args.unit}" + (
+                    "" if args.query else " (no words: only the HOT notes' openings, and none fits or none is HOT)"),
+                      file=sys.stderr)
         return EXIT_OK if res["items"] else EXIT_NONE
     if cmd == "changes":
         res = c.request("changes", since=args.since)

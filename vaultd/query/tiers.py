@@ -79,11 +79,11 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             score += cfg.recent_weight * (1 - changed_days / (2 * cfg.hot_days))
         reads = state.access.get(path, 0)
         if reads:
-            reasons.append(f"read {reads} times")
+            reasons.append(f"read {reads} time{'s' * (reads != 1)}")
             score += cfg.access_weight * math.log2(1 + reads)
         by_agents = agent.get(path, 0)
         if by_agents:
-            reasons.append(f"read by agents {by_agents} times")
+            reasons.append(f"read by agents {by_agents} time{'s' * (by_agents != 1)}")
             score += agent_w * math.log2(1 + by_agents)
         if reasons and (reads + by_agents == 0 or len(reasons) > 1 or touched_days <= cfg.warm_after_days):
             return score, path, reasons
