@@ -286,6 +286,12 @@ def test_bad_files_are_indexed_as_far_as_they_go(daemon):
     assert daemon.search_paths("zzblobword") == [] and daemon.request("grep", q="zzblobword")["matches"] == []
     assert "zzblobtag" not in {t["tag"] for t in daemon.request("tags")["tags"]}
     assert daemon.search_paths("blob") == ["blob.md"]  # by its name
+    listed = {n["path"]: n["problems"] for n in daemon.request("problems")["problems"]}
+    assert len(listed) == st["problems"] and {"blob.md", "latin1.md", "nul.org"} <= listed.keys()
+    assert "binary" in listed["blob.md"][0] and "not valid UTF-8" in listed["latin1.md"][0]
+    r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(daemon.socket), "problems"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and f"blob.md  blob\n    {listed['blob.md'][0]}\n" in r.stdout
     assert daemon.search_paths("kingfisher") == ["bad-yaml.md"]
     assert daemon.search_paths("heron") == ["latin1.md"]
     assert daemon.search_paths("bittern") == ["nul.org"]

@@ -168,6 +168,10 @@ class Orphans(Request, tag="orphans"):
     """No arguments."""
 
 
+class Problems(Request, tag="problems"):
+    """No arguments."""
+
+
 class Tags(Request, tag="tags"):
     """No arguments."""
 
@@ -378,6 +382,10 @@ class BrokenReply(Reply):
 
 class OrphansReply(Reply):
     orphans: list[dict]
+
+
+class ProblemsReply(Reply):
+    problems: list[dict]
 
 
 class TagsReply(Reply):
@@ -636,6 +644,14 @@ class Operations:
     def orphans(self, req: Orphans) -> dict:
         """Notes nothing links to and that link nowhere."""
         return self.vault.orphans()
+
+    @replies(ProblemsReply)
+    def problems(self, req: Problems) -> dict:
+        """Every note indexed with a problem (bad front matter, not UTF-8, binary, past the size cap...):
+        its path, title and each problem, as `status` counts them."""
+        notes = self.vault.notes
+        return {"problems": [{"path": p, "title": notes[p].title, "problems": list(notes[p].problems)}
+                             for p in sorted(notes) if notes[p].problems]}
 
     @replies(TagsReply)
     def tags(self, req: Tags) -> dict:

@@ -144,6 +144,8 @@ OPS = (
     Op("pins", Cli("pinned notes", JSON, fmt("paths"))),
     Op("broken", Cli("every broken link, with the reason", JSON, fmt("paths", "vimgrep", "emacs", "grep"), NULL)),
     Op("orphans", Cli("notes nothing links to and that link nowhere", JSON, fmt("paths", "vimgrep"))),
+    Op("problems", Cli("notes indexed with a problem (bad front matter, not UTF-8, binary, past the size cap), "
+                       "each with what it is", JSON, fmt("paths", "vimgrep"))),
     Op("tags", Cli("each tag, its count and the tags that share notes with it", JSON)),
     Op("split", Cli(
         "split an oversized note into a hub and parts (or list, history, undo)",

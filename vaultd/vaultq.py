@@ -639,7 +639,7 @@ def _run(c: _Asker, args) -> int:
         res = c.request("graph", note=args.note, depth=args.depth)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
         return EXIT_OK
-    elif cmd in ("broken", "orphans", "tags"):
+    elif cmd in ("broken", "orphans", "tags", "problems"):
         res = c.request(cmd)
         items = res[cmd]
     elif cmd == "list":
@@ -664,6 +664,11 @@ def _run(c: _Asker, args) -> int:
         for n in items:
             p = n["path"]
             print(p if args.format != "human" else f"{p}  {n['title']}")
+    elif cmd == "problems":
+        for n in items:
+            p = n["path"]
+            print(p if args.format == "paths" else "\n".join(f"{p}:1:1:{x}" for x in n["problems"])
+                  if args.format == "vimgrep" else f"{p}  {n['title']}\n" + "".join(f"    {x}\n" for x in n["problems"]))
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
