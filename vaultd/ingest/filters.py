@@ -49,7 +49,13 @@ class NoteFilter:
             d, prefix = stack.pop()
             try:
                 entries = list(os.scandir(d))
-            except OSError:
+            except FileNotFoundError:  # gone since it was listed
+                continue
+            except OSError as e:  # unreadable (permissions): its notes are left out, and that is said
+                if (d, e.errno) not in _warned:
+                    _warned.add((d, e.errno))
+                    logger.warning("folder %s cannot be read (%s): its notes are not indexed until it can be "
+                                   "(the next full rescan, or a change in it, finds them)", d, e.strerror)
                 continue
             for e in entries:
                 try:
@@ -62,7 +68,8 @@ class NoteFilter:
                     continue
 
 
-_warned: set[str] = set()
+_warned: set = set()
+"""What was said once: names that are not UTF-8, folders that cannot be read."""
 
 
 def _utf8(name: str) -> bool:
