@@ -287,3 +287,44 @@ def test_front_matter_found_from_2kb_as_from_16kb(lines, tail):
 
     data = ("\n".join(lines) + "\n" + tail).encode()
     assert _front_matter_lines(data) == split_front_matter(decode(data[:16384])[0].split("\n", 200))
+
+
+def _vault(tmp_path, files: dict[str, str]) -> Vault:
+    for rel, text in files.items():
+        (tmp_path / "vault" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "vault" / rel).write_text(text)
+    v = Vault(Config(vault=str(tmp_path / "vault"), state_dir=str(tmp_path / "state")).load())
+    v.reconcile()
+    return v
+
+
+def test_a_title_that_is_the_query_comes_first(tmp_path):
+    """`properties` finds Properties before Properties view, whose text says properties
+    more often (probe, on Obsidian's help); an alias counts as a title."""
+    v = _vault(tmp_path, {
+        "Properties.md": "Properties hold data about a note.\n",
+        "Plugins/Properties view.md": "# Properties view\nThe properties view lists the properties of the vault: "
+                                      "properties, properties and more properties.\n",
+        "Bases.md": "---\naliases: [data bases]\n---\nA base is a view of notes. Data and bases.\n",
+        "Data.md": "# Data bases\nData bases, data bases everywhere: data bases of data bases.\n"})
+    try:
+        assert paths(v, "properties")[:2] == ["Properties.md", "Plugins/Properties view.md"]
+        assert paths(v, "Data-Bases")[0] == "Bases.md"
+    finally:
+        v.close()
+
+
+def test_a_typo_found_in_a_note_or_two_is_searched_as_its_correction_too(tmp_path):
+    """`zettlekasten`, misspelt once in the vault, found only that note (probe, braindump):
+    a long word in a note or two, whose correction is in ten times as many, is searched as
+    both; a short rare word stays itself."""
+    files = {f"Zettelkasten {i}.md": f"The zettelkasten method, note {i}.\n" for i in range(10)}
+    files |= {"typo.md": "I read about the zettlekasten once.\n", "bake.md": "We bake bread.\n",
+              "make.md": "# Make\nmake make make\n", **{f"m{i}.md": f"make {i}\n" for i in range(10)}}
+    v = _vault(tmp_path, files)
+    try:
+        found = paths(v, "zettlekasten", 20)
+        assert "typo.md" in found and len(found) == 11 and {"Zettelkasten 0.md", "Zettelkasten 1.md"} <= set(found)
+        assert paths(v, "bake") == ["bake.md"]
+    finally:
+        v.close()

@@ -66,6 +66,9 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A note whose inbound link labels hold all the query's words scores (1 + this) times."""
     coverage_weight: float = 0.7
     """A note holding a share c of the query's words (stop words aside) scores (1 - this + this * c) times."""
+    exact_title_weight: float = 0.5
+    """A note whose title or an alias is the query, word for word (case, `-`, `_` and spaces
+    aside), scores (1 + this) times: `properties` finds Properties before Properties view."""
 
 
 class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -292,11 +292,32 @@ class _Builder:
     def known(self, stem: str) -> bool:
         return any(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
 
+    def df(self, stem: str) -> int:
+        return max(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
+
+    def rare_typo(self, word: str, stem: str, vocabulary) -> str | None:
+        """The word `word` is a typo of, when it is in a note or two only and that word in
+        ten times as many (`zettlekasten`, misspelt once in the vault, for `zettelkasten`);
+        else None. Long words only: a short rare word is often a word of its own (`bake`)."""
+        seen = self.df(stem)
+        if not seen or seen > RARE_TYPO_NOTES:
+            return None
+        fix = vocabulary().correct(word)
+        fs = _EN.analyze(fix) if fix else []
+        return fix if fs and self.df(fs[0]) >= max(5, 10 * seen) else None
+
     def fuzzy(self, word: str) -> tantivy.Query:
         d = 1 if len(word) <= 5 else 2
         return _Q.disjunction_max_query(
             [_Q.boost_query(_Q.fuzzy_term_query(self.schema, f, word, d, True, False), w * 0.5)
              for f, w in (("title", self.b.title_boost), ("headings", self.b.heading_boost), ("body", 1.0))])
+
+
+RARE_TYPO_LEN = 7
+RARE_TYPO_NOTES = 2
+"""A word of at least RARE_TYPO_LEN letters found in at most RARE_TYPO_NOTES notes is
+searched as typed and as its correction too, when that is in ten times as many (see
+_Builder.rare_typo)."""
 
 
 class Vocabulary:
@@ -376,10 +397,12 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         ws = _EN.analyze(w)
         also = found_by.get(ws[0], []) if ws else []
         also.append(should[-1])
-        if len(w) >= 4 and not w.isdigit() and ws and not bld.known(ws[0]):
-            # no note has this word: probably a typo. Into a title's word, it is searched as that
+        rare = bld.rare_typo(w, ws[0], vocabulary) if ws and len(w) >= RARE_TYPO_LEN and vocabulary else None
+        if rare or len(w) >= 4 and not w.isdigit() and ws and not bld.known(ws[0]):
+            # no note has this word (or a note or two, where its correction is in many: the typo
+            # itself in a note): probably a typo. Into a title's word, it is searched as that
             # word (BM25, every field, its boosts); and fuzzily, stems meeting stems, for the rest
-            fix = vocabulary().correct(w) if vocabulary is not None else None
+            fix = rare or (vocabulary().correct(w) if vocabulary is not None else None)
             if fix and (fs := _EN.analyze(fix)):
                 corrected.append(fix)
                 fixed[ws[0]] = fs[0]

@@ -4,6 +4,7 @@ tiers and link anchors, and each hit given its best lines. Part of the Vault (se
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import msgspec
@@ -59,8 +60,11 @@ class Search:
             notes = self.notes
             extra = anchors.best(max(limit, 10), 0.5, lambda t: t in seen or t not in notes)
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
+        exact = cfg.exact_title_weight and _name(" ".join(w for w in (*p.parsed.words, *p.parsed.phrases)
+                                                          if ":" not in w))
         ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0),
-                                shares.get(n.path) if shares else None), n)
+                                shares.get(n.path) if shares else None)
+                          * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1), n)
                          for score, n in found), key=lambda t: (-t[0], t[1].path))
         p.shares = shares or {}
         sem = self.semantic
@@ -164,3 +168,16 @@ def _front_matter_lines(data: bytes) -> int:
         if not lines or (lines[0].rstrip() == "---" and not split_front_matter(lines)):
             lines = decode(data[:16384])[0].split("\n", 200)  # the block goes on
     return split_front_matter(lines)
+
+
+_NOT_A_NAME = re.compile(r"[\W_]+")
+
+
+def _name(text: str) -> str:
+    """A title, alias or query as compared whole: case, punctuation, `-`, `_` and spaces aside."""
+    return _NOT_A_NAME.sub(" ", text.casefold()).strip()
+
+
+def _named(note: Note, name: str) -> bool:
+    """Whether `note`'s title or one of its aliases is `name` (see _name)."""
+    return _name(note.title) == name or any(_name(a) == name for a in note.aliases)
