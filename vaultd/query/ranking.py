@@ -124,9 +124,9 @@ def _regex_literal(text: str) -> str:
 
 def date_bound(val: str, op: str, strict: bool = True) -> float | None:
     """The start of a YYYY, YYYY-MM or YYYY-MM-DD period: `after:2025-03` means from March
-    on, `before:2025-03` before March. A value of digits and dashes that is no such date
-    (2025-13, 2025-02-30): QueryError, rather than no filter at all; any other value (`after:
-    lunch`, a word of the query): an error when `strict`, else None."""
+    on, `before:2025-03` before March. A value of that shape that is no such date (2025-13,
+    2025-02-30): QueryError, rather than no filter at all; any other value (`after:lunch`,
+    words of the query): an error when `strict`, else None."""
     day = val
     if re.fullmatch(r"\d{4}", val):
         day += "-01-01"
@@ -134,7 +134,7 @@ def date_bound(val: str, op: str, strict: bool = True) -> float | None:
         y, m = val.split("-")
         day = f"{y}-{int(m):02d}-01"
     bound = parse_date(day) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else None
-    if bound is None and (strict or re.fullmatch(r"[\d-]+", val)):
+    if bound is None and (strict or re.fullmatch(r"\d{4}(-\d{1,2}(-\d{1,2})?)?", val)):
         raise QueryError(f"{op}: {val!r} is not a date: give YYYY, YYYY-MM or YYYY-MM-DD")
     return bound
 
