@@ -26,7 +26,7 @@ def isolated_env(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
-    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR", "VAULTD_VAULT", "VAULTD_SOCKET",
+    for var in ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "VAULTD_VAULT", "VAULTD_SOCKET",
                 "VAULTD_STATE_DIR", "VAULTD_CONFIG", "NOTIFY_SOCKET", "VAULTD_AGENT", "CLAUDECODE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

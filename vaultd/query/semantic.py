@@ -234,8 +234,8 @@ class Pieces:
         self.longest = int((sizes - (inner[starts + sizes] - inner[starts])).max())  # in characters
         order = np.argsort(keys, kind="stable")
         self.keys, self.ids = keys[order], order.astype(np.int32)
-        self.scores = np.asarray(scores, np.float64).tolist()
-        self.unk_score = min(self.scores) - 10.0
+        self.scores = scores  # array('f'): 0.5 MB, not 4 of float objects; read as Python floats
+        self.unk_score = min(scores) - 10.0
 
     def encode(self, text: str, out_type=int, add_bos: bool = True, add_eos: bool = True) -> list[int]:
         """A text's piece ids, with the start (1) and end (2) pieces (as the backend asks)."""
