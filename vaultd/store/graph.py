@@ -203,13 +203,15 @@ class Column:
     object per value until one is asked for (a big vault's tables hold 400,000).
     `at`: key -> its record; `data`: every record's numbers (int32s, or uint32s); `ends`:
     where each record's end (int64s, as counts of numbers). `empty`: whether a record with
-    no numbers counts (else it is as if not there, as a table without an empty entry)."""
+    no numbers counts (else it is as if not there, as a table without an empty entry).
+    `origin`: what the numbers refer to (graph_file's saved tables), so that a save writes
+    the values still as saved as they are, without decoding them."""
 
-    __slots__ = ("at", "data", "ends", "empty", "gone", "n")
+    __slots__ = ("at", "data", "ends", "empty", "gone", "n", "origin")
 
     def __init__(self, at: dict[str, int], data: memoryview, ends: memoryview, empty: bool,
-                 gone: set[str] | None = None, n: int | None = None) -> None:
-        self.at, self.data, self.ends, self.empty = at, data, ends, empty
+                 gone: set[str] | None = None, n: int | None = None, origin: object = None) -> None:
+        self.at, self.data, self.ends, self.empty, self.origin = at, data, ends, empty, origin
         self.gone: set[str] = gone if gone is not None else set()
         """Keys taken out (decoded, replaced or deleted)."""
         self.n = n if n is not None else (len(at) if empty else
@@ -250,7 +252,7 @@ class Column:
         return ((k, self.get(k)) for k in self)
 
     def copy(self) -> "Column":
-        return Column(self.at, self.data, self.ends, self.empty, set(self.gone), self.n)
+        return Column(self.at, self.data, self.ends, self.empty, set(self.gone), self.n, self.origin)
 
 
 def _copy(table: dict) -> dict:

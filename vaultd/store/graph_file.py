@@ -31,7 +31,6 @@ from array import array
 from collections.abc import Callable
 from collections import Counter
 from itertools import accumulate, chain
-from operator import attrgetter
 from pathlib import Path
 
 import msgspec
@@ -48,7 +47,6 @@ FORMAT = 2
 """Bump when the layout below changes."""
 
 MAGIC = b"vaultd-graph\n"
-_TARGET = attrgetter("target")
 FILE_NAME = "graph.msgpack"
 
 
@@ -165,57 +163,138 @@ def _column(parts: list[bytes]) -> _Column:
     return _Column(b"".join(parts), array("q", [0, *accumulate(len(p) // 4 for p in parts)]).tobytes())
 
 
+class _Origin:
+    """What a loaded graph's saved numbers refer to: the records, destinations and words of
+    the file it was loaded from (a save remaps them to its own, see _Remap)."""
+
+    __slots__ = ("paths", "dests", "words")
+
+    def __init__(self, paths: list[str], dests: list[_Dest], words: list[str]) -> None:
+        self.paths, self.dests, self.words = paths, dests, words
+
+
+def _saved_part(table, k) -> tuple[object, memoryview | None]:
+    """A snapshot table's value of `k`, as (the value, None), or as (None, its numbers as
+    saved) while never decoded (the value then is `origin` of table.raw)."""
+    if isinstance(table, Lazy):
+        v = dict.get(table, k, _NONE)
+        if v is not _NONE:
+            return v, None
+        if isinstance(table.raw, Column) and table.raw.origin is not None:
+            nums = table.raw.get(k)
+            return (None, nums) if nums is not None else ((), None)
+    return table.get(k, ()), None
+
+
+_NONE = object()
+
+
+def _by_target(to: array, frm: array, n: int) -> _Column:
+    """The column of each record's sources, from (target, source) pairs in order of source."""
+    ends = array("q", [0]) * (n + 1)
+    for t in to:
+        ends[t + 1] += 1
+    for i in range(n):
+        ends[i + 1] += ends[i]
+    at = ends[:-1]
+    data = array("i", [0]) * len(to)
+    for t, f in zip(to, frm):
+        data[at[t]] = f
+        at[t] += 1
+    return _Column(data.tobytes(), ends.tobytes())
+
+
 def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
     """Write `snap` to `path` atomically (temp file, fsync, rename, fsync of the folder),
-    readable by its owner alone. Returns the bytes written."""
+    readable by its owner alone. Returns the bytes written. A loaded graph's parts never
+    decoded are written from their saved numbers, remapped, not decoded (decoding every
+    note's part to save it cost a 100,000-note daemon 400 MB it never gave back)."""
     notes = snap.notes
     pos = {p: i for i, p in enumerate(notes)}
-    back: list[list[int]] = [[] for _ in notes]
-    if snap.back is None:
-        for src, dests in snap.out.items():
-            for t in set(map(_TARGET, dests)):
-                if t is not None and t != src:
-                    back[pos[t]].append(pos[src])
-    else:
-        for t, srcs in snap.back.items():
-            back[pos[t]] = list(map(pos.__getitem__, srcs))
-    anchor_text = snap.anchor_text
-    if anchor_text is None:
-        counted: Counter[tuple[str, str]] = Counter()
-        for pairs in snap.anchor.values():
-            counted.update(zip(pairs[::2], pairs[1::2]))
-        anchor_text = {}
-        for (t, target), n in counted.items():
-            anchor_text.setdefault(t, {})[target] = n
+    rows = len(notes)
     dests: list[_Dest] = []
+    dest_to = array("i")  # each destination's target record (-1 for none)
     by_obj: dict[int, int] = {}  # id(Dest) -> its position (the snapshot holds every one alive)
     by_value: dict[tuple, int] = {}
     words: dict[str, int] = {}
     word = words.setdefault
     codes: dict[str, int] = {}
     outs, deps, anchors = [], [], []
+    back_to, back_from = array("i"), array("i")  # (target, source) per note pair linked
+    named: Counter[int] = Counter()  # word * (rows + 1) + target -> the labels naming it with it
+    remaps: dict[int, tuple] = {}  # id(origin) -> (old record -> new, old destination -> new, old word -> new)
     n_links = n_broken = 0
-    for src in notes:
-        ids = []
-        for d in snap.out.get(src, ()):
-            i = by_obj.get(id(d))
-            if i is None:
-                k = (d.target, d.line, d.broken, tuple(d.candidates))
-                i = by_value.get(k)
+
+    def dest_id(t: int, line, broken, candidates) -> int:
+        k = (t, line, broken, tuple(candidates))
+        i = by_value.get(k)
+        if i is None:
+            i = by_value[k] = len(dests)
+            dests.append(_Dest(t, line, broken, list(candidates)))
+            dest_to.append(t)
+        return i
+
+    def remap(origin: _Origin) -> tuple:
+        r = remaps.get(id(origin))
+        if r is None:
+            r = remaps[id(origin)] = (array("i", [pos.get(p, -1) for p in origin.paths]),
+                                      array("i", [-1]) * len(origin.dests), array("i", [-1]) * len(origin.words))
+        return r
+
+    for s, src in enumerate(notes):
+        v, nums = _saved_part(snap.out, src)
+        if nums is None:
+            ids = []
+            for d in v:
+                i = by_obj.get(id(d))
                 if i is None:
                     t = -1 if d.target is None else pos[d.target]  # KeyError: not a note
-                    i = by_value[k] = len(dests)
-                    dests.append(_Dest(t, d.line, d.broken, list(d.candidates)))
-                by_obj[id(d)] = i
-            ids.append(i)
-            n_broken += bool(d.broken)
+                    i = by_obj[id(d)] = dest_id(t, d.line, d.broken, d.candidates)
+                ids.append(i)
+                n_broken += bool(d.broken)
+        else:
+            origin = snap.out.raw.origin
+            rec, dmap, _ = remap(origin)
+            ids = []
+            for old in nums:
+                i = dmap[old]
+                if i == -1:
+                    d = origin.dests[old]
+                    t = -1 if d.target == -1 else rec[d.target]
+                    if t == -1 and d.target != -1:
+                        raise ValueError(f"{src} links to {origin.paths[d.target]}, no longer a note")
+                    i = dmap[old] = dest_id(t, d.line, d.broken, d.candidates)
+                ids.append(i)
+                n_broken += bool(dests[i].broken)
         n_links += len(ids)
         outs.append(_ints(ids))
-        ds = snap.deps.get(src, ())
-        deps.append(ds.tobytes() if isinstance(ds, memoryview) else array("I", sorted(
-            code if (code := codes.get(w)) is not None else codes.setdefault(w, dep_code(w)) for w in ds)).tobytes())
-        pairs = snap.anchor.get(src, ())
-        anchors.append(_ints([word(x, len(words)) if i % 2 == 0 else pos[x] for i, x in enumerate(pairs)]))
+        for t in {dest_to[i] for i in ids}:
+            if t != -1 and t != s:
+                back_to.append(t)
+                back_from.append(s)
+        ds, nums = _saved_part(snap.deps, src)
+        deps.append(nums.tobytes() if nums is not None else ds.tobytes() if isinstance(ds, memoryview) else array(
+            "I", sorted(code if (code := codes.get(w)) is not None else codes.setdefault(w, dep_code(w))
+                        for w in ds)).tobytes())
+        pairs, nums = _saved_part(snap.anchor, src)
+        if nums is None:
+            ints = [word(x, len(words)) if i % 2 == 0 else pos[x] for i, x in enumerate(pairs)]
+        else:
+            origin = snap.anchor.raw.origin
+            rec, _, wmap = remap(origin)
+            ints = []
+            for i, old in enumerate(nums):
+                if i % 2:
+                    ints.append(rec[old])
+                    if rec[old] == -1:
+                        raise ValueError(f"{src} names {origin.paths[old]}, no longer a note")
+                else:
+                    w = wmap[old]
+                    if w == -1:
+                        w = wmap[old] = word(origin.words[old], len(words))
+                    ints.append(w)
+        anchors.append(_ints(ints))
+        named.update(w * (rows + 1) + t for w, t in zip(ints[::2], ints[1::2]))
     lookup = Graph()  # the lookup tables, worked out here rather than copied from the graph in use
     for n in notes.values():
         lookup._index(n)
@@ -226,10 +305,14 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
 
     tables = _Tables([None if k == p else k for k, p in ((key(p), p) for p in notes)], table(lookup._by_stem),
                      table(lookup._by_alias), table(lookup._by_id), table(lookup._by_uuid))
-    graph = _Graph(_column(outs), _column(deps), _column(anchors), _column([_ints(sorted(b)) for b in back]),
-                   {t: _ints(chain.from_iterable((pos[p], n) for p, n in c.items())) for t, c in anchor_text.items()
-                    if c},
-                   dests, list(words), tables, (n_links, n_broken))
+    word_list = list(words)
+    anchor_text: dict[str, array] = {}
+    for code, count in sorted(named.items()):
+        w, t = divmod(code, rows + 1)
+        anchor_text.setdefault(word_list[w], array("i")).extend((t, count))
+    del named
+    graph = _Graph(_column(outs), _column(deps), _column(anchors), _by_target(back_to, back_from, rows),
+                   {t: a.tobytes() for t, a in anchor_text.items()}, dests, word_list, tables, (n_links, n_broken))
     enc = msgspec.msgpack.Encoder()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -378,11 +461,13 @@ def _restore(saved: _Graph, notes: dict[str, StoredNote], terms: Callable[[str],
     n = len(paths)
     pos = dict(zip(paths, range(n)))
 
+    origin = _Origin(paths, saved.dests, saved.words)
+
     def column(c: _Column, typecode: str, empty: bool) -> Column:
         ends = memoryview(c.ends).cast("q")
         if len(ends) != n + 1 or ends[0] != 0 or ends[-1] * 4 != len(c.data):
             raise ValueError(f"a column of {len(ends) - 1} notes for {n} notes")
-        return Column(pos, memoryview(c.data).cast(typecode), ends, empty)
+        return Column(pos, memoryview(c.data).cast(typecode), ends, empty, origin=origin)
 
     if len(saved.tables.keys) != n:
         raise ValueError(f"{len(saved.tables.keys)} notes' keys for {n} notes")
