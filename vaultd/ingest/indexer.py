@@ -55,11 +55,11 @@ class Indexer:
         self.watcher: Watcher | None = None
 
     def watch(self, vault) -> None:
-        """Start watching `vault`, before the first reconcile, so nothing slips between them."""
+        """The watcher of `vault`, made; `tend()` starts it (before the first reconcile, so
+        nothing slips between them)."""
         self.vault = vault
         w = self.config
         self.watcher = Watcher(vault.root, vault.accept, self.debouncer, w.rescan_s, w.fallback_rescan_s)
-        self.watcher.tend()
 
     def tend(self) -> str | None:
         """The watcher tended (see Watcher.tend); a rescan when it asks for one. Its problem, if any."""

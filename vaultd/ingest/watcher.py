@@ -313,7 +313,9 @@ class Watcher:
         The vault folder is looked at now, not at the main loop's last look."""
         here = _folder_id(self.root)
         problem = self.problem
-        if here is None and not self.gone:
+        if self._observer is None and not self._started and problem is None:
+            problem = "not watching yet: starting"  # the daemon answers before it watches
+        elif here is None and not self.gone:
             problem = f"the vault folder {self.root} is missing (deleted or moved away)"
         elif here is not None and here != self.root_id and problem is None:
             problem = f"another folder is now at {self.root}, not watched yet"
