@@ -359,6 +359,7 @@ class Server:
                 continue
             ix = Indexer(c.watch, self.should_exit, first_pass=self._ready)
             ix.watch(v)
+            ix.tend()  # watching, before its first reconcile
             self.vaults.append(v)
             self.indexers.append(ix)
             self.labels.append(name)
