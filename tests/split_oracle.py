@@ -44,6 +44,7 @@ HOLE = "\x00"
 """What a link's text becomes in a masked line."""
 _IS_NOTE = NoteFilter()
 _ITEM = re.compile(r"^\d+\. ")
+_HELD = re.compile(r"^ {3,}- ")
 
 
 def read_tree(root: Path) -> dict[str, bytes]:
@@ -172,14 +173,16 @@ class View:
             found = None
             for i, x in enumerate(lines):
                 if x.rstrip() in ("Parts:", "* Parts"):
-                    items = [j for j in range(i + 1, min(len(lines), i + 1 + len(parts))) if _ITEM.match(lines[j])]
-                    if len(items) == len(parts):
-                        found = (i, items)  # the last such list: the one after the preamble
+                    j = i + 1  # the items, each with the headings its part holds under it
+                    while j < len(lines) and (_ITEM.match(lines[j]) or _HELD.match(lines[j])):
+                        j += 1
+                    if sum(1 for k in range(i + 1, j) if _ITEM.match(lines[k])) == len(parts):
+                        found = (i, j)  # the last such list: the one after the preamble
             if found is None:
                 self.problems.append(f"hub {hub} has no list of its {len(parts)} parts")
                 continue
-            i, items = found
-            self.lists[hub] = {i + 1, *(j + 1 for j in items)}
+            i, j = found
+            self.lists[hub] = set(range(i + 1, j + 1))
         self.added: dict[str, set[int]] = {}  # path -> line numbers the splitter added
         for table in (self.headers, self.lists):
             for path, lines in table.items():
@@ -251,7 +254,7 @@ class View:
         out = list(self.problems)
         for hub, parts in self.hubs.items():
             listed = [r for r in self.graph.links(hub) if r.link.line in self.lists.get(hub, ())]
-            got = Counter(r.target for r in listed if not r.broken and r.line is None)
+            got = Counter(r.target for r in listed if not r.broken and r.line is None and r.link.kind != "url")
             if got != Counter(parts):
                 out.append(f"hub {hub}: its list links {[(r.link.raw, r.target or r.broken) for r in listed]}, "
                            f"not its parts {parts}")

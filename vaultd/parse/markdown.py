@@ -37,6 +37,22 @@ def split_front_matter(lines: list[str]) -> int:
     return 0
 
 
+def front_matter(lines: list[str]) -> tuple[dict, int, str | None]:
+    """The front matter's values, the lines it takes, and why it was ignored (None when read)."""
+    n = split_front_matter(lines)
+    if not n:
+        return {}, 0, None
+    try:
+        if lines[0].rstrip() == "+++":
+            meta = tomllib.loads("\n".join(lines[1 : n - 1]))
+        else:
+            meta, _ = frontmatter.parse("\n".join(lines[:n]) + "\n")
+        return (meta if isinstance(meta, dict) else {}), n, None
+    except Exception as e:  # yaml errors, bad dates, anything: the body still counts
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return {}, n, f"front matter ignored: {first}"
+
+
 class MarkdownFacts:
     __slots__ = ("lines", "meta", "fm_lines", "part_header", "headings", "tags", "problems", "code")
 
@@ -45,19 +61,8 @@ def parse(text: str) -> MarkdownFacts:
     lines = text.split("\n")
     out = MarkdownFacts()
     out.lines = lines
-    out.problems = []
-    out.fm_lines = split_front_matter(lines)
-    out.meta = {}
-    if out.fm_lines:
-        try:
-            if lines[0].rstrip() == "+++":
-                meta = tomllib.loads("\n".join(lines[1 : out.fm_lines - 1]))
-            else:
-                meta, _ = frontmatter.parse("\n".join(lines[: out.fm_lines]) + "\n")
-            out.meta = meta if isinstance(meta, dict) else {}
-        except Exception as e:  # yaml errors, bad dates, anything: the body still counts
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            out.problems.append(f"front matter ignored: {first}")
+    out.meta, out.fm_lines, problem = front_matter(lines)
+    out.problems = [problem] if problem else []
     out.part_header = part_header(lines, out.fm_lines, org=False)  # no tags from it
     out.headings = []
     slugs: dict[str, int] = {}

@@ -35,12 +35,14 @@ import urllib.parse
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from ..config import Split
 from ..store.graph import Graph
 from ..note import ID_ANCHOR, Heading, Note, headings_of, links_of
 from ..parse import parse_file
+from ..parse import decode, markdown as md, org as org_parse
 from ..parse.common import github_slug, numbered
 from ..parse.denote import parse_name
 from ..parse.links import retarget
@@ -150,6 +152,78 @@ def _fresh_ids(taken: set[str], n: int) -> list[str]:
     return out
 
 
+DENOTE_TIME = "%Y%m%dT%H%M%S"
+_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T]+(?:\w+\.? +)?(\d{1,2}):(\d{2})(?::(\d{2}))?)?")
+_SPLIT_UUIDS = uuid.UUID("6f1d2c8e-3b4a-5e7f-9a0b-7661756c7464")
+"""The namespace of the parts' :ID:s (uuid5 of the hub's :ID: and the part's path)."""
+
+
+def _stamp(text: str | None) -> datetime | None:
+    """A Denote identifier, or an ISO or Org date (`2025-01-02`, `[2025-01-02 Thu 10:00]`), as a time."""
+    if not text:
+        return None
+    try:
+        return datetime.strptime(text, DENOTE_TIME)
+    except ValueError:
+        pass
+    m = _DATE.search(text)
+    try:
+        return datetime(*(int(g or 0) for g in m.groups())) if m else None
+    except ValueError:
+        return None
+
+
+def base_time(note: Note) -> datetime:
+    """The time a note's parts are dated from: its Denote identifier (`#+identifier:`, front
+    matter, or file name), else its date (`#+date:`, front matter), else the time its file
+    was last written (which Syncthing, Dropbox and `rsync -t` carry to the other copies).
+    Each is a property of the note the same on every copy of the vault, never a clock's."""
+    dn = parse_name(posixpath.basename(note.path).rsplit(".", 1)[0])
+    for t in (note.id, dn.id if dn else None, note.date):
+        if (when := _stamp(t)) is not None:
+            return when
+    return datetime.fromtimestamp(note.mtime_ns // 10**9) if note.mtime_ns else datetime.now().replace(microsecond=0)
+
+
+def part_ids(base: datetime, taken: set[str], n: int, now: datetime | None = None) -> list[str]:
+    """n Denote identifiers for the parts of a note dated `base`, in order: the first free
+    seconds after it (none used in the vault: `taken`), so the same note in the same vault
+    gives the same identifiers on every machine, and a part is dated as the text it holds
+    (written after the note was made, before it was split). Never later than `now`: for a
+    note made seconds ago (or dated ahead), the free seconds before it make up the rest.
+    Local times, counted without a time zone, as Denote writes them."""
+    now = (now or datetime.now()).replace(microsecond=0)
+    start, second = min(base, now), timedelta(seconds=1)
+    out: list[str] = []
+    t = start + second
+    while len(out) < n and t <= now:
+        if (ident := t.strftime(DENOTE_TIME)) not in taken:  # `taken` is left as it is: callers share it
+            out.append(ident)
+        t += second
+    t = start
+    while len(out) < n:
+        if (ident := t.strftime(DENOTE_TIME)) not in taken and ident not in out:
+            out.append(ident)
+        t -= second
+    return sorted(out)
+
+
+def file_tags(note: Note, data: bytes) -> list[str]:
+    """The note's file-level tags as written (case kept): front matter `tags`/`keywords` or
+    `#+filetags:`, then the Denote file name's keywords not among them. Not its heading
+    tags, nor its inline #tags: those stay in the text they belong to."""
+    text = decode(data)[0]
+    if note.path.endswith(".org"):
+        written = org_parse.filetags(org_parse._front_keywords(text).get("filetags"))
+    else:
+        written = md.meta_tags(md.front_matter(text.split("\n"))[0])
+    dn = parse_name(posixpath.basename(note.path).rsplit(".", 1)[0])
+    out: dict[str, str] = {}
+    for t in [*written, *(dn.keywords if dn else [])]:
+        out.setdefault(t.casefold(), t)
+    return list(out.values())
+
+
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
 _NO_BRACKETS = str.maketrans("[]|", "   ")
 _ORG_SETTING = re.compile(rb"[ \t]*#\+(?:todo|seq_todo|typ_todo|link|startup|property|category|options|constants|tags):",
@@ -216,6 +290,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if len(data) <= cfg.threshold:
         raise SplitError(f"{note.path} is {len(data)} bytes, not over the {cfg.threshold}-byte threshold")
     lines = data.splitlines(keepends=True)
+    nl = b"\r\n" if data.count(b"\r\n") * 2 > data.count(b"\n") else b"\n"  # the note's line ending, in all it writes
     heads = sorted(headings_of(note), key=lambda h: h.line)
     if not heads:
         raise SplitError(f"{note.path} has no headings to split at")
@@ -239,10 +314,11 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     first_head = heads[0].line - 1
     settings = [x.rstrip(b"\r\n").decode(errors="replace") for x in lines[:first_head] if _ORG_SETTING.match(x)] \
         if org else []
+    tags = file_tags(note, data)
 
     def header(head: str, ident: str | None, new_uuid: str | None) -> bytes:
         return _part_header(org, plain(head) or "part", note, ident, new_uuid, dn.id if unique_id else None, stem,
-                            title, markdown, settings)
+                            title, markdown, settings, tags).replace(b"\n", nl)
 
     # Room for the biggest header a part can get (many tags, a long heading): no part is over
     # the threshold but a section that cannot be cut, so no part is ever split again for it
@@ -255,10 +331,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if len(chunks) < 2:
         raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     ids_taken, existing = names_taken or taken(graph)
-    # Parts of a note with an identifier get their own, as Denote gives a note made now
-    ids = _fresh_ids(ids_taken, len(chunks)) if (dn or note.id) else []
-    # Parts of a note with a file-level :ID: (org-roam) or front-matter id (Dendron) get their own too
-    uuids = [str(uuid.uuid4()) for _ in chunks] if file_uuid else []
+    # Parts of a note with an identifier get their own, the free seconds after the note's:
+    # the same note in the same vault splits alike on every machine (see part_ids)
+    ids = part_ids(base_time(note), ids_taken, len(chunks)) if (dn or note.id) else []
     names: list[str] = []
     for i, (_, _, head) in enumerate(chunks):
         if dn:
@@ -278,6 +353,9 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                 name, k = f"{base}{sep}{k}{ext}", k + 1
         names.append(name)
     part_paths = [posixpath.join(folder, n) for n in names]
+    # Parts of a note with a file-level :ID: (org-roam) or front-matter id (Dendron) get their
+    # own too: of the note's and the part's path, unique as the path is, the same on every machine
+    uuids = [str(uuid.uuid5(_SPLIT_UUIDS, f"{file_uuid}/{p}")) for p in part_paths] if file_uuid else []
 
     # Which part each original line (1-based) went to
     line_part: dict[int, int] = {}
@@ -357,16 +435,18 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         plan.changes.append(FileChange(part_paths[i], None, top + body))
     hub = bom + b"".join(new_lines[: chunks[0][0]])
     if hub and not hub.endswith(b"\n"):
-        hub += b"\n"
+        hub += nl
     line_map.update({ln: (note.path, ln) for ln in range(1, chunks[0][0] + 1)})
-    hub += _hub_list(org, part_paths, chunks, ids if dn else [], markdown)[0 if hub else 1 :]
+    held = [[h.text for h in _held(heads, first, end)] for first, end, _ in chunks]
+    hub += (nl if hub else b"") + _hub_list(org, part_paths, chunks, ids if dn else [], markdown, held,
+                                            max(1024, cfg.threshold // 4)).replace(b"\n", nl)
     tail_start = chunks[-1][1]
     at = hub.count(b"\n")
     line_map.update({ln: (note.path, at + ln - tail_start) for ln in range(tail_start + 1, len(lines) + 1)})
     hub += b"".join(new_lines[tail_start:])  # nothing normally; kept so no byte is lost
     for c in [*plan.changes, None]:  # the parts so far, and the hub
         text = hub if c is None else c.after
-        extra, origin = _definitions(text, new_lines, org)
+        extra, origin = _definitions(text, new_lines, org, nl)
         at = text.count(b"\n") + 1  # the blank line before them
         plan.copied.update({(c.path if c else note.path, at + k): ln for k, ln in enumerate(origin, 1)})
         if c is None:
@@ -441,6 +521,8 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
                 orig_path, orig_ln = note, moved[(path, ln)]
             elif path in parts or path == note:  # a line the split adds: a back link, the hub's list
                 for link in links:
+                    if link.kind == "url":  # in a heading the hub's list shows: it leads out of the vault
+                        continue
                     i = _listed(link, plan.parts)
                     want = note if path in parts else plan.parts[i] if i is not None else None
                     if want is None:
@@ -488,10 +570,10 @@ def _replace_at(line: bytes, col: int, old: str, new: str, path: str, ln: int) -
 
 
 def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: str | None, hub_id: str | None,
-                 stem: str, title: str, markdown: bool, settings: list[str] = ()) -> bytes:
-    """A part's title, tags and identifiers, then its back link to the hub (the line
-    `PART_HEADER` reads): by the hub's identifier only where that names one note."""
-    tags = note.tags
+                 stem: str, title: str, markdown: bool, settings: list[str] = (), tags: list[str] = ()) -> bytes:
+    """A part's title, tags (the note's file-level ones, as written: see file_tags) and
+    identifiers, then its back link to the hub (the line `PART_HEADER` reads): by the hub's
+    identifier only where that names one note."""
     name = posixpath.basename(note.path)
     if org:
         out = [f":PROPERTIES:\n:ID:       {new_uuid}\n:END:"] if new_uuid else []
@@ -515,7 +597,7 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
     return ("\n".join(fm) + f"\n\nPart of {back}.\n\n").encode()
 
 
-def _definitions(text: bytes, lines: list[bytes], org: bool) -> tuple[bytes, list[int]]:
+def _definitions(text: bytes, lines: list[bytes], org: bool, nl: bytes = b"\n") -> tuple[bytes, list[int]]:
     """The footnote and reference-link definitions `text` uses but does not hold, copied
     from the note's `lines` (each with the lines that continue it), to go at its end; and
     the line (1-based, in `lines`) each copied line comes from."""
@@ -536,14 +618,14 @@ def _definitions(text: bytes, lines: list[bytes], org: bool) -> tuple[bytes, lis
         m = define.match(x)
         if m and m.group(1).lower() in want:
             want.discard(m.group(1).lower())
-            out.append(x if x.endswith(b"\n") else x + b"\n")
+            out.append(x if x.endswith(b"\n") else x + nl)
             origin.append(i + 1)
             for j, y in enumerate(lines[i + 1 :], i + 2):  # an indented continuation belongs to it
                 if not y.strip() or not y[:1].isspace():
                     break
-                out.append(y if y.endswith(b"\n") else y + b"\n")
+                out.append(y if y.endswith(b"\n") else y + nl)
                 origin.append(j)
-    return ((b"\n" + b"".join(out)) if out else b""), origin
+    return ((nl + b"".join(out)) if out else b""), origin
 
 
 def _markdown_style(links) -> bool:
@@ -553,10 +635,31 @@ def _markdown_style(links) -> bool:
     return bool(wiki) and not any(wiki)
 
 
-def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: bool = False) -> bytes:
-    """The hub's list of its parts, in order. `ids`: the parts' identifiers, for `denote:`
-    links (a Denote-named note's parts); else links by file name."""
-    out = ["", "Parts:" if not org else "* Parts"]
+def _held(heads: list[Heading], first: int, end: int) -> list[Heading]:
+    """The headings a part made of lines [first, end) holds besides its first: the highest
+    of them (the sections packed after the first, or the first's subsections)."""
+    inner = [h for h in heads if first + 1 < h.line <= end]
+    top = min((h.level for h in inner), default=0)
+    return [h for h in inner if h.level == top]
+
+
+_NOT_IN_LIST = str.maketrans("^<>", "   ")
+"""Not in a heading the hub's list shows: what could make it a block id or an Org target."""
+
+
+def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: bool = False,
+              held: list[list[str]] | None = None, budget: int = 4096) -> bytes:
+    """The hub's list of its parts, in order, each with the headings it holds besides the
+    one it is named after (`held`, as many as `budget` bytes allow for all: the hub stays
+    small). `ids`: the parts' identifiers, for `denote:` links (a Denote-named note's
+    parts); else links by file name."""
+    shown = [[" ".join(plain(t).translate(_NOT_IN_LIST).split())[:80] for t in hs] for hs in (held or [[]] * len(parts))]
+    shown = [[t for t in hs if t] for hs in shown]
+    for most in (12, 6, 3, 1, 0):  # headings under each part at most, as the budget allows
+        size = sum(len(t.encode()) + 8 for hs in shown for t in hs[:most]) + 24 * len(parts)
+        if size <= budget:
+            break
+    out = ["Parts:" if not org else "* Parts"]
     for i, p in enumerate(parts):
         head = plain(chunks[i][2]) or "part"
         name = posixpath.basename(p)
@@ -566,7 +669,11 @@ def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: boo
             link = f"[{head}]({urllib.parse.quote(name)})"
         else:
             link = f"[[{name.rsplit('.', 1)[0]}|{head}]]"
-        out.append(f"{i + 1}. {link}")
+        item = f"{i + 1}. "
+        out.append(item + link)
+        out += [" " * len(item) + "- " + t for t in shown[i][:most]]
+        if len(shown[i]) > most:
+            out.append(" " * len(item) + f"- … and {len(shown[i]) - most} more")
     return ("\n".join(out) + "\n").encode()
 
 
