@@ -1,5 +1,6 @@
 """The splitter: no line lost, parts within the threshold, links rewritten, journal safety."""
 
+import itertools
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from conftest import mem_tmp, wait_for
 from vaultd.config import Config
 from vaultd.errors import QueryError
 from vaultd.note import first_h1, headings_of
+from vaultd.split.splitter import plain
 from vaultd.vault import Vault
 
 OLD = time.time() - 3600
@@ -868,5 +870,109 @@ def test_a_journal_entry_of_the_wrong_shape_never_stops_a_start(tmp_path, text):
     try:
         v.reconcile()
         assert v.split_history()["history"] == [] and "notes/A.md" in v.notes
+    finally:
+        v.close()
+
+
+# -- two machines, tags, line endings, the hub's list ----------------------------------------
+
+def _sections(mark: str, n: int, lines: int = 40, tags: str = "") -> str:
+    return "".join(f"{mark} Section {i}{tags}\n\n" + f"Text of section {i}, words words words.\n" * lines for i in range(n))
+
+
+_SYNCED = {
+    "20250102T000000--sync-note__test.md": "---\ntitle: Sync note\ntags: [ProjectX, MixedCase]\n"
+                                           "identifier: \"20250102T000000\"\n---\n\nIntro.\n\n" + _sections("##", 8),
+    "roam.org": ":PROPERTIES:\n:ID:       8e1f4a2c-0000-4000-8000-000000000001\n:END:\n#+title: Roam\n\n" + _sections("*", 6),
+    "other.md": "[[20250102T000000--sync-note__test#Section 5]] [[20250102T000000--sync-note__test#Section 1]]\n",
+    "other.org": "[[file:roam.org::*Section 4][four]] [[denote:20250102T000000][whole]]\n",
+}
+
+
+def test_two_synced_copies_split_a_note_into_the_same_files(tmp_path):
+    """Two machines running auto mode on copies of one synced vault split the same note at
+    different times: each writes the same hub, parts (names, identifiers, :ID:s) and
+    rewrites, so the copies converge and no identifier is used twice."""
+    trees = []
+    for machine in ("a", "b"):
+        v = _vault(tmp_path / machine, _SYNCED, quiet=0, threshold=4096)
+        try:
+            for name in ("20250102T000000--sync-note__test.md", "roam.org"):
+                assert len(v.split_note(name)["parts"]) >= 2
+            trees.append(_tree(v.root))
+            ids = [n.id for n in v.notes.values() if n.id]
+            assert len(ids) == len(set(ids))
+            made = sorted(i for i in ids if i != "20250102T000000")
+            assert made == [f"20250102T0000{k:02}" for k in range(1, len(made) + 1)], "the free seconds after the note's"
+        finally:
+            v.close()
+        time.sleep(1.1)  # the second machine splits later
+    assert trees[0] == trees[1]
+    assert trees[0]["other.md"] != _SYNCED["other.md"].encode()
+
+
+def test_parts_of_a_note_made_seconds_ago_are_never_dated_in_the_future(tmp_path):
+    made = time.strftime("%Y%m%dT%H%M%S", time.localtime(time.time() - 2))
+    v = _vault(tmp_path, {f"{made}--fresh.md": "# Fresh\n\n" + _sections("##", 8)}, quiet=0, threshold=2048)
+    try:
+        parts = v.split_note(made)["parts"]
+        now = time.strftime("%Y%m%dT%H%M%S")
+        ids = [v.notes[p].id for p in parts]
+        assert len(ids) >= 4 and len(set(ids + [made])) == len(ids) + 1
+        assert all(i <= now for i in ids), (ids, now)
+        assert ids == sorted(ids)
+    finally:
+        v.close()
+
+
+def test_parts_carry_the_notes_own_tags_as_written_and_heading_tags_stay_on_their_headings(tmp_path):
+    org = "#+title: Org big\n#+filetags: :orgbig:\n\n" + _sections("*", 6, tags=" :tagA:tagB:")
+    md = "---\ntitle: Md big\ntags: [ProjectX, MixedCase]\n---\n\n" + _sections("##", 6) + "#inline tag\n"
+    v = _vault(tmp_path, {"20250103T000000--org-big__orgbig.org": org, "md big.md": md}, quiet=0, threshold=4096)
+    try:
+        for p in v.split_note("20250103T000000")["parts"]:
+            text = (v.root / p).read_text()
+            assert "#+filetags:   :orgbig:\n" in text, text[:300]
+            assert text.count(":tagA:tagB:") == text.count("* Section")  # on the headings, case kept
+        for p in v.split_note("md big")["parts"]:
+            text = (v.root / p).read_text()
+            assert 'tags: ["ProjectX", "MixedCase"]\n' in text, text[:300]
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("name,text", [
+    ("crlf.md", "---\ntitle: Crlf\ntags: [a]\n---\n\nIntro [^1].\n\n" + _sections("##", 6) + "[^1]: a note\n"),
+    ("20250104T000000--crlf__a.org", "#+title: Crlf\n#+filetags: :a:\n\n" + _sections("*", 6)),
+])
+def test_a_crlf_note_splits_into_crlf_files(tmp_path, name, text):
+    data = text.replace("\n", "\r\n")
+    v = _vault(tmp_path, {name: data, "other.md": "x\n"}, quiet=0, threshold=4096)
+    try:
+        before = _tree(v.root)
+        res = v.split_note(name)
+        for p in [name, *res["parts"]]:
+            got = (v.root / p).read_bytes()
+            assert b"\n" not in got.replace(b"\r\n", b""), (p, got[:200])
+        v.split_undo(res["op"])
+        assert _tree(v.root) == before
+    finally:
+        v.close()
+
+
+def test_the_hubs_list_shows_the_headings_each_part_holds(tmp_path):
+    text = "# Grow\n\nIntro.\n\n" + _sections("##", 12, lines=6) + "## See https://example.com/x\n\nlast\n"
+    v = _vault(tmp_path, {"grow.md": text}, quiet=0, threshold=1024)
+    try:
+        parts = v.split_note("grow")["parts"]
+        hub = (v.root / "grow.md").read_text().splitlines()
+        for k, p in enumerate(parts, 1):
+            at = next(i for i, x in enumerate(hub) if x.startswith(f"{k}. "))
+            under = [x.removeprefix(" " * len(f"{k}. ") + "- ") for x in hub[at + 1:] if x.startswith("   ")]
+            under = under[:len(list(itertools.takewhile(lambda x: x.startswith("   "), hub[at + 1:])))]
+            held = [plain(h.text) for h in headings_of(v.notes[p])][1:]  # as text: no link, tag or block id
+            assert under == held, (p, under, held)
+        assert any(len(headings_of(v.notes[p])) > 1 for p in parts), "sections were packed together"
+        assert v.broken()["total"] == 0
     finally:
         v.close()
