@@ -1,6 +1,8 @@
 """The splitter: no line lost, parts within the threshold, links rewritten, journal safety."""
 
+import base64
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -374,8 +376,14 @@ def test_undo_refuses_when_a_file_changed_unless_forced(tmp_path):
         hub.write_text(hub.read_text() + "edited after\n")
         with pytest.raises(Exception, match="changed since"):
             v.split_undo(res["op"])
+        part = v.root / res["parts"][0]
+        part.write_text(part.read_text() + "a part edited after\n")
+        edited = {p: (v.root / p).read_bytes() for p in ("notes/Big.md", res["parts"][0])}
         v.split_undo(res["op"], force=True)
         assert _tree(v.root) == before
+        # what the forced undo wrote over or removed is kept in the journal: undo loses nothing either
+        entry = json.loads((v.root / ".vaultd/split" / f"{res['op']}.json").read_bytes())
+        assert {d["path"]: base64.b64decode(d["bytes"]) for d in entry["displaced"]} == edited
     finally:
         v.close()
 

@@ -1127,18 +1127,37 @@ def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
         later.update(c.path for c in _changes(entry, vault))
 
 
+DISPLACED_MAX = 64 << 20
+"""A file changed since its split that a forced undo keeps in the journal: at most this big."""
+
+
 def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[str]:
-    """Restore the pre-image of every file a done split touched."""
+    """Restore the pre-image of every file a done split touched. Forced, what it writes over
+    or removes that changed since (an edit of a part, of the hub) is first kept in the
+    entry, under `displaced` (path, bytes in base64): the undo loses nothing either."""
     entry = journal.load(op)
     if entry["status"] != "done":
         raise SplitError(f"{_kind(entry)} {op} is {entry['status']}, not done: nothing to undo")
     changes = _changes(entry, vault)
-    if not force:
-        for c in changes:
-            p = vault / c.path
-            current = _read(p, c.after)
-            if current != c.after:
-                raise SplitError(f"{c.path} changed since {_kind(entry)} {op}; undo would lose that (use --force)")
+    displaced = []
+    for c in changes:
+        p = vault / c.path
+        current = _read(p, c.after, room=DISPLACED_MAX if force else 0)
+        if current == c.after:
+            continue
+        if not force:
+            raise SplitError(f"{c.path} changed since {_kind(entry)} {op}; undo would lose that (use --force)")
+        if current is None or current == c.before:
+            continue  # nothing of the user's is lost by putting it back
+        if current is OTHER:
+            raise SplitError(f"{c.path} grew by more than {DISPLACED_MAX >> 20} MB since {_kind(entry)} {op}: "
+                             "move it away to undo (nothing was changed)")
+        displaced.append({"path": c.path, "bytes": _b64(current)})
+    if displaced:  # journaled (fsynced) before the first write
+        entry["displaced"] = entry.get("displaced", []) + displaced
+        journal.save(entry)
+        logger.warning("undo %s: %s changed since; what undo replaced is kept in %s (\"displaced\")", op,
+                       ", ".join(d["path"] for d in displaced), journal._path(op))
     touched = []
     try:
         mode = os.stat(vault / entry["note"]).st_mode & 0o7777  # files it brings back: as private as the note
