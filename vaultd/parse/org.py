@@ -12,7 +12,7 @@ from .common import github_slug
 
 # At the file's front: #+KEY: value, or a block's first line (#+begin_NAME, or #+BEGIN: of
 # a dynamic block), counted only at the start of a line (after spaces or tabs; see
-# _front_keywords): a pattern that starts with a literal is found much faster than one
+# front_keywords): a pattern that starts with a literal is found much faster than one
 # anchored at ^.
 _FRONT_LINE = re.compile(r"#\+(?:begin(?:_(\S+)|:)|(\w+):[ \t]*(.*?)[ \t]*$)", re.MULTILINE | re.IGNORECASE)
 _END_LINE = re.compile(r"#\+end(?:_(\S+)|:?)[ \t]*$", re.MULTILINE | re.IGNORECASE)  # Org: ^[ \t]*#\+END_NAME[ \t]*$
@@ -37,7 +37,7 @@ def parse(text: str) -> OrgFacts:
     out = OrgFacts()
     out.problems = []
     out.code = _BLOCK_BEGIN.search(text) is not None  # a src/example/export block may be there
-    out.keywords = _front_keywords(text)
+    out.keywords = front_keywords(text)
     out.headings = []
     out.uuids = []
     out.id_lines = []  # (uuid, heading line) for heading-level :ID:s
@@ -65,7 +65,7 @@ def parse(text: str) -> OrgFacts:
     return out
 
 
-def _front_keywords(text: str) -> dict[str, str]:
+def front_keywords(text: str) -> dict[str, str]:
     """The file-level #+KEY: values (lower-case keys; the first of each counts): those at
     the file's front, before its first heading, and not inside a block. A block runs from
     a #+begin_NAME line to the next #+end_NAME line (any case; #+BEGIN: to #+END: for a

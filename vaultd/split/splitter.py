@@ -210,18 +210,14 @@ def part_ids(base: datetime, taken: set[str], n: int, now: datetime | None = Non
 
 def file_tags(note: Note, data: bytes) -> list[str]:
     """The note's file-level tags as written (case kept): front matter `tags`/`keywords` or
-    `#+filetags:`, then the Denote file name's keywords not among them. Not its heading
-    tags, nor its inline #tags: those stay in the text they belong to."""
+    `#+filetags:`. Not its heading tags, nor its inline #tags: those stay in the text they
+    belong to. (A Denote name's keywords go into each part's name.)"""
     text = decode(data)[0]
     if note.path.endswith(".org"):
-        written = org_parse.filetags(org_parse._front_keywords(text).get("filetags"))
+        written = org_parse.filetags(org_parse.front_keywords(text).get("filetags"))
     else:
         written = md.meta_tags(md.front_matter(text.split("\n"))[0])
-    dn = parse_name(posixpath.basename(note.path).rsplit(".", 1)[0])
-    out: dict[str, str] = {}
-    for t in [*written, *(dn.keywords if dn else [])]:
-        out.setdefault(t.casefold(), t)
-    return list(out.values())
+    return list(dict.fromkeys(written))
 
 
 _LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
