@@ -293,6 +293,7 @@ def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
     v = _vault(tmp_path, {"20250101T000000--big-org__kw.org": org,
                           # a note made a second after the big one: its identifier is skipped
                           "20250101T000001--neighbour.md": "# N\n",
+                          "20250101T000003--photo.png": "not a note, named by Denote\n",
                           "ref.org": "[[file:20250101T000000--big-org__kw.org::*Head 3][x]] [[denote:20250101T000000::#h4][y]]\n"},
                quiet=0)
     try:
@@ -303,7 +304,7 @@ def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
             assert v.notes[p].tags == ["kw"]
         # the free seconds after the note's own identifier: dated as the text they hold, never
         # in the future, and the same on every machine that splits the same note
-        assert ids == [f"20250101T00000{i}" for i in range(2, 2 + len(ids))]
+        assert ids == ["20250101T000002", *(f"20250101T00000{i}" for i in range(4, 3 + len(ids)))]
         assert v.broken()["total"] == 0
         assert "denote:20250101T000000" not in (v.root / "ref.org").read_text()
     finally:

@@ -208,6 +208,18 @@ def part_ids(base: datetime, taken: set[str], n: int, now: datetime | None = Non
     return sorted(out)
 
 
+_DENOTE_ID = re.compile(r"\d{8}T\d{6}")
+
+
+def _folder_ids(folder: Path) -> set[str]:
+    """The Denote identifiers the names of a folder's files start with: its attachments'
+    (`20250102T000001--photo.png`) too, which the index does not hold."""
+    try:
+        return {m.group() for name in os.listdir(folder) if (m := _DENOTE_ID.match(name))}
+    except OSError:
+        return set()
+
+
 def file_tags(note: Note, data: bytes) -> list[str]:
     """The note's file-level tags as written (case kept): front matter `tags`/`keywords` or
     `#+filetags:`. Not its heading tags, nor its inline #tags: those stay in the text they
@@ -329,7 +341,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     ids_taken, existing = names_taken or taken(graph)
     # Parts of a note with an identifier get their own, the free seconds after the note's:
     # the same note in the same vault splits alike on every machine (see part_ids)
-    ids = part_ids(base_time(note), ids_taken, len(chunks)) if (dn or note.id) else []
+    ids = part_ids(base_time(note), ids_taken | _folder_ids(vault / folder), len(chunks)) if (dn or note.id) else []
     names: list[str] = []
     for i, (_, _, head) in enumerate(chunks):
         if dn:
