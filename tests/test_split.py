@@ -910,7 +910,8 @@ def test_two_synced_copies_split_a_note_into_the_same_files(tmp_path):
                 assert len(v.split_note(name)["parts"]) >= 2
             trees.append(_tree(v.root))
             ids = [n.id for n in v.notes.values() if n.id]
-            assert len(ids) == len(set(ids))
+            uuids = [u for n in v.notes.values() for u in n.uuids]
+            assert len(ids) == len(set(ids)) and len(uuids) == len(set(uuids)) > 2
             made = sorted(i for i in ids if i != "20250102T000000")
             assert made == [f"20250102T0000{k:02}" for k in range(1, len(made) + 1)], "the free seconds after the note's"
         finally:
