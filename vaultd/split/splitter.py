@@ -41,8 +41,7 @@ from pathlib import Path
 from ..config import Split
 from ..store.graph import Graph
 from ..note import ID_ANCHOR, Heading, Note, headings_of, links_of
-from ..parse import parse_file
-from ..parse import decode, markdown as md, org as org_parse
+from ..parse import decode, markdown as md, org as org_parse, parse_file
 from ..parse.common import github_slug, numbered
 from ..parse.denote import parse_name
 from ..parse.links import retarget
