@@ -117,11 +117,13 @@ def test_a_bulk_stamp_is_no_edit(tmp_path):
     """A fresh clone or copy stamps every note with the same minute: none of them is
     "changed lately" (a new user's HOT set was 100 arbitrary notes); an edit since is."""
     files = {f"copied/n{i}.md": (f"# N{i}\ncopied\n", 0.5) for i in range(30)}
+    files["copied/active.md"] = ("---\ntags: [active]\n---\nmine\n", 0.5)
     v = make_vault(tmp_path, {**files, "edited.md": ("# Edited\nmine\n", 0.1)})
-    try:
-        assert hot_why(v) == {"edited.md": ["changed 0 days ago"]}
+    try:  # a hot tag stays hot through a clone: the stamp is no edit, but no sign of neglect either
+        assert hot_why(v) == {"edited.md": ["changed 0 days ago"], "copied/active.md": ["tag:active"]}
         v.pin("copied/n3.md", True)
-        assert hot_why(v) == {"copied/n3.md": ["pinned"], "edited.md": ["changed 0 days ago"]}
+        assert hot_why(v) == {"copied/n3.md": ["pinned"], "edited.md": ["changed 0 days ago"],
+                              "copied/active.md": ["tag:active"]}
     finally:
         v.close()
     few = make_vault(tmp_path / "few", {f"n{i}.md": ("# N\n", 0.5) for i in range(5)})  # a few: edits

@@ -51,9 +51,10 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
 
     def rank(path: str, n: Note) -> tuple[float, str, list[str]] | None:
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
-        if m // MINUTE_NS in bulk:
-            m = never  # stamped with many others at once (a clone, a copy): no edit of the user's
-        if m < old_ns and path not in access and path not in pins and path not in agent and (
+        # stamped with many others at once (a clone, a copy): no edit of the user's, so not
+        # "changed lately"; but it does not make a hot tag stale (a clone keeps `active` notes HOT)
+        stamped = m // MINUTE_NS in bulk
+        if (m < old_ns or stamped) and path not in access and path not in pins and path not in agent and (
                 (m < cool_ns and path not in state.last_access and path not in agent_last)
                 or hot_tags.isdisjoint(n.tags) or (agents and path.startswith(agents))):
             return None
@@ -63,7 +64,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
         tags = set(n.tags) if agents is None or not path.startswith(agents) else set(n.tags) - hot_tags
         if tags & done_tags and not pinned:
             return None
-        changed_days = (now - m / 1e9) / day if m != never else math.inf
+        changed_days = (now - m / 1e9) / day
         last = max(state.last_access.get(path, 0.0), agent_last.get(path, 0.0))
         touched_days = min(changed_days, (now - last) / day)
         reasons, score = [], 0.0
@@ -74,7 +75,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             if touched_days <= cfg.warm_after_days or pinned:
                 reasons.append(f"tag:{t}")
                 score += cfg.tag_weight
-        if changed_days <= cfg.hot_days:
+        if changed_days <= cfg.hot_days and not stamped:
             reasons.append(f"changed {max(0, int(changed_days))} days ago")
             score += cfg.recent_weight * (1 - changed_days / (2 * cfg.hot_days))
         reads = state.access.get(path, 0)
@@ -128,7 +129,7 @@ made every note "changed 0 days ago")."""
 def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | None
                ) -> tuple[list[tuple[int, list]], frozenset[int]]:
     """The notes grouped by how many hot tags count for each (none for a capture note's), each
-    group as (-mtime, path), latest first, leaving out those of a bulk stamp (see BULK);
+    group as (-mtime, path), latest first, leaving out those of a bulk stamp (see BULK) with no hot tag;
     and the minutes of bulk stamps: worked out once per note table (a table is replaced,
     never changed in place, at each commit)."""
     global _by_change_of
@@ -139,9 +140,9 @@ def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | N
         bulk = frozenset(m for m, count in per_minute.items() if count >= least)
         by: dict[int, list[tuple[int, str]]] = {}
         for p, n in notes.items():
-            if n.mtime_ns // MINUTE_NS in bulk:
-                continue
             k = len(hot_tags.intersection(n.tags)) if n.tags and not (agents and p.startswith(agents)) else 0
+            if not k and n.mtime_ns // MINUTE_NS in bulk:
+                continue  # hot, if at all, only by its tags
             by.setdefault(k, []).append((-n.mtime_ns, p))
         groups = [(k, sorted(g)) for k, g in by.items()]
         _by_change_of = (notes, (hot_tags, agents), groups, bulk)
