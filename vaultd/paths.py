@@ -156,21 +156,19 @@ def _served(sock: Path) -> list[str] | None:
     """The vault folders the daemon on `sock` serves (its `ping`); [] when it does not say
     in time (a socket systemd holds while the daemon starts); None when nothing listens (a
     stale socket file)."""
-    import json
-    import socket
+    from .client import Client, RequestFailed
+    from .errors import DaemonUnavailable
 
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-            c.settimeout(3.0)
-            try:
-                c.connect(str(sock))
-            except OSError:
-                return None
-            c.sendall(b'{"v":1,"op":"ping"}\n')
-            res = json.loads(c.makefile("rb").readline())["result"]
-        return [str(r) for r in res.get("vaults") or [res["vault"]]]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+        c = Client(str(sock), timeout=3.0)
+    except DaemonUnavailable:
+        return None
+    with c:
+        try:
+            res = c.request("ping")
+            return [str(r) for r in res.get("vaults") or [res["vault"]]]
+        except (DaemonUnavailable, RequestFailed, OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
 
 
 def _known_vault(here: Path) -> Path | None:

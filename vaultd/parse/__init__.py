@@ -36,6 +36,8 @@ def decode(data: bytes) -> tuple[str, list[str]]:
 
 
 BINARY_HEAD = 8192
+BINARY = "binary, not text"
+"""How a binary file's problem begins (see binary): grep passes such a note by."""
 
 
 _CONTROL_BYTES = bytes(c for c in range(32) if c not in b"\t\n\r\x0c\x1b")
@@ -75,8 +77,7 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         data = data[:cut]
         problems.append(f"file is {size / 2**20:.1f} MB; only the first {max_bytes / 2**20:.0f} MB are indexed")
     if binary(data[:BINARY_HEAD]):  # an image or archive named .md: its bytes would read as words and tags
-        problems.append("binary, not text (NUL and other control bytes in its first 8 KB): only its name is "
-                        "indexed")
+        problems.append(BINARY + " (NUL and other control bytes in its first 8 KB): only its name is indexed")
         data = b""
     text, decode_problems = decode(data)
     problems += decode_problems

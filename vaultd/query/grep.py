@@ -23,7 +23,7 @@ import time
 from functools import lru_cache
 
 from ..errors import QueryError
-from ..parse import BINARY_HEAD, binary
+from ..parse import BINARY
 from ..paths import cut, open_note
 from .ranking import note_filter
 
@@ -106,13 +106,12 @@ class Grep:
         files = 0
         truncated = False
         for path in sorted(notes):
-            if not keep(notes[path]):
-                continue
+            n = notes[path]
+            if not keep(n) or n.problems and any(x.startswith(BINARY) for x in n.problems):
+                continue  # (a binary file's "lines" are no lines, as rg has it: see parse.binary)
             try:
                 data = _read(self._root, path, cap)
             except OSError:
-                continue
-            if binary(data[:BINARY_HEAD]):  # as rg: a binary file's "lines" are no lines (see parse)
                 continue
             if bytes_re is not None and data.isascii():  # bytes all through: offsets are columns
                 found = _rows(data, bytes_re, bytes_each, path, ascii_data=True)
