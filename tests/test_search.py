@@ -329,3 +329,18 @@ def test_a_typo_found_in_a_note_or_two_is_searched_as_its_correction_too(tmp_pat
         assert paths(v, "bake") == ["bake.md"]
     finally:
         v.close()
+
+
+def test_a_last_word_the_notes_hold_is_taken_as_typed(tmp_path):
+    """Search-as-you-type expands a word still being typed, not one the notes hold whole:
+    `graph` is not `graphql` (expanding a common word read every term it starts)."""
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "graph.md").write_text("# Graph\n\nThe link graph of the vault.\n")
+    (tmp_path / "v" / "api.md").write_text("# API\n\nA graphql endpoint.\n")
+    vlt = Vault(Config(vault=str(tmp_path / "v"), state_dir=str(tmp_path / "st")).load())
+    try:
+        vlt.reconcile()
+        assert paths(vlt, "graph") == ["graph.md"]
+        assert "api.md" in paths(vlt, "graphq"), "a word being typed still finds what it starts"
+    finally:
+        vlt.close()
