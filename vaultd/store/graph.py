@@ -318,8 +318,9 @@ class AnchorMatch:
                         there = there & named.keys()  # a view's & walks the smaller side only
                 there = there if isinstance(there, set) else set(there)  # a copy: changed below
                 for i, (_, named, _) in enumerate(sets):
-                    if not mask >> i & 1:
-                        there.difference_update(named)
+                    if not mask >> i & 1:  # the smaller side walked: a Counter's difference walks all of it
+                        there = {t for t in there if t not in named} if len(there) < len(named) \
+                            else there.difference(named)
                 found |= there
             # one subset: its notes in the order kept for its rarest term, else sorted here
             walk = (t for t in self._order(rarest[0]) if t in found) if len(levels[m]) == 1 \
