@@ -194,6 +194,10 @@ def main() -> int:
     ap.add_argument("--semantic-config", action="append", default=[],
                     help="more [semantic] keys for (i), e.g. 'cjk = false'; repeated: (i) once for each")
     args = ap.parse_args()
+    # vaultd and vaultq start from bytecode, as an installed package does: compileall writes it
+    # even where PYTHONDONTWRITEBYTECODE is set, where each start would compile every module
+    # changed since (0.2-0.3 s of a restart, and of vaultq's start-up)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "vaultd")], check=True)
     if args.vault:
         vaults = [("yours", None)]
     elif args.vault_size:
@@ -331,10 +335,8 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     row_h = ("(h) context, 2,000 tokens: p50/p95 ms", f"{pct(ct, 50):.1f}/{pct(ct, 95):.1f}", "", "",
              "p50 ≤ 30, p95 ≤ 80")
 
-    # (c) vaultq end to end, from bytecode as an installed package runs (compileall writes it
-    # even where PYTHONDONTWRITEBYTECODE is set). The baseline runs the same interpreter, so
-    # both pay the same start-up (a `python3` shim on PATH could cost several times more).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(HERE.parent / "vaultd")], check=True)
+    # (c) vaultq end to end, from bytecode (see main). The baseline runs the same interpreter,
+    # so both pay the same start-up (a `python3` shim on PATH could cost several times more).
     q_cli = [str(BIN / "vaultq"), "--socket", str(work / "d.sock"), "search", "memory index"]
     bare = [sys.executable, "-c", "import socket, json"]
     for _ in range(3):
