@@ -155,7 +155,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]
     assert out["resource"][0] == (v / "notes" / "Deep work.md").as_uri()
-    assert out["resource"][1] == (v / "notes" / "Deep work.md").read_text().rstrip("\n")
+    assert out["resource"][1] == (v / "notes" / "Deep work.md").read_text(), "the note as its file holds it"
     assert out["template"] == "file://{+path}"
     assert "outside" in out
 

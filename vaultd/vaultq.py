@@ -611,7 +611,7 @@ def _run(c: _Asker, args) -> int:
             print(f"vaultq: {e}", file=sys.stderr)
             return EXIT_USAGE
         res = c.request("read", note=args.note, lines=lines, heading=args.heading)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"])
+        print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"], end="" if res["text"].endswith("\n") else "\n")
         if res.get("truncated") and not args.json:
             print(f"vaultq: {res['path']} is over the size cap (index.max_file_mb): only its first "
                   f"{res['total_lines']} lines were read", file=sys.stderr)

@@ -24,6 +24,8 @@ class WorkingSet:
              agent: bool = False) -> dict:
         """A note's text (all, a line range, or one heading's section), read from the file: of
         a file over the size cap, only what is indexed (`truncated`, and its lines so far).
+        The whole note is the file's text, final newline included; a range or section ends
+        at its last line's end.
         A person's read counts towards HOT; an `agent`'s is counted apart."""
         path = self.find_note(name)
         note = self.notes[path]
@@ -50,6 +52,8 @@ class WorkingSet:
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
         self.state.touch(path, agent)
         body = "\n".join(all_lines[first - 1 : last])
+        if lines is None and heading is None and text.endswith("\n") and not truncated:
+            body += "\n"  # the whole note is its file's text: its last newline kept (an agent may write it back)
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
                 "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
