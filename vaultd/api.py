@@ -647,11 +647,14 @@ class Operations:
 
     @replies(ProblemsReply)
     def problems(self, req: Problems) -> dict:
-        """Every note indexed with a problem (bad front matter, not UTF-8, binary, past the size cap...):
-        its path, title and each problem, as `status` counts them."""
-        notes = self.vault.notes
-        return {"problems": [{"path": p, "title": notes[p].title, "problems": list(notes[p].problems)}
-                             for p in sorted(notes) if notes[p].problems]}
+        """Every note indexed with a problem (bad front matter, not UTF-8, binary, past the size cap...),
+        and every note file that could not be read (title null: not indexed): its path, title
+        and each problem, as `status` counts them."""
+        notes, unreadable = self.vault.notes, dict(self.vault.unreadable)
+        found = [{"path": p, "title": notes[p].title, "problems": list(notes[p].problems)}
+                 for p in notes if notes[p].problems]
+        found += [{"path": p, "title": None, "problems": [why]} for p, why in unreadable.items() if p not in notes]
+        return {"problems": sorted(found, key=lambda x: x["path"])}
 
     @replies(TagsReply)
     def tags(self, req: Tags) -> dict:

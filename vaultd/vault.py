@@ -63,6 +63,9 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._graph_save_lock = threading.Lock()
         self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
         self._problem_count: tuple[dict, int] = ({}, 0)  # (self.notes, its notes with problems)
+        self.unreadable: dict[str, str] = {}
+        """Files of notes that could not be read (permission denied, an I/O error), and why:
+        not indexed, listed by `problems`; read again when they change (a chmod too)."""
         self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
         self.generation = 0
         """Grows by one with every commit, and by one at each start (from the state file)."""
@@ -145,7 +148,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         if self._problem_count[0] is not self.notes:
             notes = self.notes
             self._problem_count = (notes, sum(1 for n in notes.values() if n.problems))
-        return self._problem_count[1]
+        return self._problem_count[1] + len(self.unreadable)
 
     def status(self) -> dict:
         return {

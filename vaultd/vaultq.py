@@ -668,7 +668,7 @@ def _run(c: _Asker, args) -> int:
         for n in items:
             p = n["path"]
             print(p if args.format == "paths" else "\n".join(f"{p}:1:1:{x}" for x in n["problems"])
-                  if args.format == "vimgrep" else f"{p}  {n['title']}\n" + "".join(f"    {x}\n" for x in n["problems"]))
+                  if args.format == "vimgrep" else f"{p}  {n['title'] or '(not indexed)'}\n" + "".join(f"    {x}\n" for x in n["problems"]))
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE

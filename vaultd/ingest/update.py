@@ -203,6 +203,7 @@ class Ingest:
         for rel, st in files.items():
             st = self._stat(rel, st, rel in reported)
             if st is None:
+                self.unreadable.pop(rel, None)
                 if rel in self.notes:
                     deletes.append(rel)
             elif st is not False:
@@ -223,7 +224,10 @@ class Ingest:
                     if rel in self.notes:
                         deletes.append(rel)
                         batch.delete(rel)
+                    if isinstance(doc, str):  # listed by `problems` until it can be read or is gone
+                        self.unreadable[rel] = doc.replace(f" {rel}:", ":", 1)
                     continue
+                self.unreadable.pop(rel, None)
                 self.parsed += 1
                 old = self.notes.get(rel)
                 if old is not None and (old.hash, old.mtime_ns, old.size, old.ctime_ns) == \

@@ -57,6 +57,7 @@ RESCAN = ""
 _EVENTS = [
     ev.FileCreatedEvent,
     ev.FileModifiedEvent,
+    ev.FileAttribEvent,  # a chmod: a note that could not be read may be now
     ev.FileClosedEvent,
     ev.FileMovedEvent,
     ev.FileDeletedEvent,

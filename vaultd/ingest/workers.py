@@ -45,9 +45,9 @@ Item = tuple[str, int, int, int]
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(dict[str, list])
 
-Parsed = tuple[str, Note | None, dict | None]
-"""(path, its note, its index document when a worker made it), or (path, None, None) when
-it could not be read (gone, an OS error, out of memory: logged)."""
+Parsed = tuple[str, Note | None, dict | str | None]
+"""(path, its note, its index document when a worker made it), or (path, None, why) when
+it could not be read (an OS error, out of memory: logged), (path, None, None) when gone."""
 
 
 def read(root: str, rel: str, max_bytes: int) -> tuple[bytes, int] | str | None:
@@ -132,7 +132,7 @@ def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
                 note, got = None, f"cannot parse {rel}: out of memory"
         if isinstance(got, str):
             logger.warning("%s", got)
-        yield rel, note, None
+        yield rel, note, got if note is None else None
 
 
 def _die_with_parent(parent: int) -> None:
@@ -256,7 +256,7 @@ def _documents(data: bytes | mmap.mmap, results: list[tuple[str, tuple[int, int]
                 else:
                     if where:  # the worker could not read it: logged here, with the daemon's logging
                         logger.warning("%s", where)
-                    yield rel, None, None
+                    yield rel, None, where
     finally:
         if isinstance(data, mmap.mmap):
             data.close()
