@@ -453,3 +453,56 @@ def test_neovim_jumps_to_a_heading_and_lists_its_references(edaemon, evault, tmp
     want = [[str(evault / b["path"]), b["line"], b["byte_col"]]
             for b in edaemon.request("backlinks", note="Deep work")["backlinks"] if b["resolved_line"] == heading]
     assert len(want) == 1 and sorted(got["refs"]) == sorted(want)  # the link on the emoji line, to the byte
+
+
+def test_a_request_with_params_of_the_wrong_type_gets_an_error_reply(edaemon, evault):
+    """A negative line or a string for a number: the request is answered with Invalid Params
+    (-32602), and the server goes on answering. pygls alone only showed a message, and an
+    editor waited for the reply forever. Raw JSON-RPC: a typed client cannot send these."""
+    import json
+    import subprocess
+
+    p = subprocess.Popen([sys.executable, "-m", "vaultd", "lsp", "--socket", str(edaemon.socket), *LSP_ARGS],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def send(**msg) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **msg}).encode()
+        p.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        p.stdin.flush()
+
+    got = bytearray()
+
+    def reply(want_id: int) -> dict:
+        import select
+
+        while True:  # past notifications (window/showMessage) to the reply
+            while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + int(
+                    got.split(b"\r\n", 1)[0].split(b":")[1]):
+                assert select.select([p.stdout], [], [], 10)[0], f"no reply to {want_id}"
+                got.extend(os.read(p.stdout.fileno(), 1 << 16))
+            head = got.index(b"\r\n\r\n") + 4
+            n = int(got.split(b"\r\n", 1)[0].split(b":")[1])
+            msg = json.loads(got[head : head + n])
+            del got[: head + n]
+            if msg.get("id") == want_id:
+                return msg
+
+    try:
+        send(id=1, method="initialize", params={"processId": None, "rootUri": from_fs_path(str(evault)),
+                                                "capabilities": {}})
+        assert "result" in reply(1)
+        send(method="initialized", params={})
+        uri = from_fs_path(str(evault / KOREAN))
+        send(id=2, method="textDocument/definition", params={"textDocument": {"uri": uri},
+                                                             "position": {"line": -1, "character": 0}})
+        send(id=3, method="textDocument/hover", params={"textDocument": {"uri": uri},
+                                                        "position": {"line": "x", "character": 0}})
+        pos = where(evault, KOREAN, 7, "Deep work#Rules", after=1)
+        send(id=4, method="textDocument/definition", params={"textDocument": {"uri": uri},
+                                                             "position": {"line": pos.line, "character": pos.character}})
+        assert reply(2)["error"]["code"] == -32602
+        assert reply(3)["error"]["code"] == -32602
+        assert reply(4)["result"]["uri"] == from_fs_path(str(evault / "notes/Deep work.md"))
+    finally:
+        p.kill()
+        p.communicate()  # and its pipes closed

@@ -39,7 +39,9 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path
 
 from . import __version__
@@ -284,9 +286,33 @@ def _at_line(line: int | None) -> t.Range:
 # -- the server --------------------------------------------------------------------------
 
 
+_ANSWERED = object()
+"""What _Protocol.structure_message gives for a request it answered with an error itself."""
+
+
+class _Protocol(LanguageServerProtocol):
+    """pygls's, but a request whose params do not fit their type (a negative line, a string
+    for a number) gets its error reply: pygls only shows a message, and the editor waits
+    for the reply forever."""
+
+    def structure_message(self, data: dict):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if "method" not in data or "id" not in data:  # a notification: no reply is owed
+                raise
+            self._send_response(data["id"], error=e.to_response_error())
+            return _ANSWERED
+
+    def handle_message(self, message) -> None:
+        if message is not _ANSWERED:
+            super().handle_message(message)
+
+
 class VaultServer(LanguageServer):
     def __init__(self, daemon: Daemon):
-        super().__init__("vaultd", __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full)
+        super().__init__("vaultd", __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full,
+                         protocol_cls=_Protocol)
         self.daemon = daemon
         self._buffers: dict[str, tuple[int | None, Buffer]] = {}
         self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
