@@ -330,3 +330,23 @@ def test_a_notes_escape_sequences_reach_a_terminal_as_text(daemon, sock):
     assert b"\x1b[1;31mokapi\x1b[0m" in out  # vaultq's own colours (SGR) pass
     piped = vaultq("--socket", sock, "search", "okapi")
     assert "okapi \x1b]52;c;cHduZWQ=\x07 and \x1b[2J\x9b31m" in piped.stdout
+
+
+def test_a_dry_run_of_anything_but_one_note_is_refused_and_writes_nothing(daemon, sock):
+    """`--dry-run` previews one note's split. With `--all` or `--undo` it was ignored, and the
+    preview split (or undid) for real: now refused, by vaultq and by the daemon alike."""
+    g = daemon.status()["generation"]
+    big = "# Big\n\n" + "".join(f"## Section {i}\n\n" + "words of the section, " * 60 + "\n\n" for i in range(20))
+    (daemon.vault / "notes" / "Big.md").write_text(big)
+    daemon.wait_generation(g, timeout=20)
+    before = {p: p.read_bytes() for p in daemon.vault.rglob("*") if p.is_file()}
+    for args in (["--all", "--dry-run"], ["--undo", "--all", "--dry-run"], ["--list", "--dry-run"]):
+        r = vaultq("--socket", sock, "split", *args)
+        assert r.returncode == 2 and "--dry-run previews the split of one NOTE" in r.stderr, (args, r.stderr)
+    for args in ({"all": True}, {"all": True, "note": "Big"}, {"undo": [], "all": True}):
+        reply = daemon.send_raw(json.dumps({"op": "split", "dry_run": True, **args}).encode() + b"\n")
+        assert not reply["ok"] and "dry_run previews the split of one note" in reply["error"]["message"], reply
+    assert {p: p.read_bytes() for p in daemon.vault.rglob("*") if p.is_file()} == before
+    r = vaultq("--socket", sock, "split", "Big", "--dry-run")
+    assert r.returncode == 0 and "+++ b/notes/Big.md" in r.stdout, "one note's preview still works"
+    assert {p: p.read_bytes() for p in daemon.vault.rglob("*") if p.is_file()} == before

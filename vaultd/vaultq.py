@@ -554,6 +554,10 @@ def _run(c: _Asker, args) -> int:
             print("vaultq: split takes one of NOTE, --list, --history, --all, --undo OP [OP...], --undo --all",
                   file=sys.stderr)
             return EXIT_USAGE
+        if args.dry_run and not args.note:  # a preview never writes: it is of one note
+            print("vaultq: --dry-run previews the split of one NOTE; --list shows every proposal --all would split, "
+                  "--history what each op did", file=sys.stderr)
+            return EXIT_USAGE
         res = c.request("split", note=args.note, dry_run=args.dry_run, list=args.list, history=args.history,
                         all=args.all, undo=args.undo, force=args.force)
         if args.json:
