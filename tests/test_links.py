@@ -67,6 +67,17 @@ def test_nested_fences_close_only_on_a_long_enough_fence():
     assert [l[3] for l in links("a.md", md)] == ["after", "end"]
 
 
+def test_a_fence_in_a_block_quote_or_callout_is_code_until_it_or_the_quote_ends():
+    """Obsidian's help writes examples as `> ```md` in callouts: the links and tags in them
+    are code (the splitter rewrote them, backlinks counted them). A `>` line in a fence
+    outside any quote is code too (a shell prompt), not a quote."""
+    md = ("> [!example]\n> ```md\n> [[example]] #ff0000\n> ```\n> [[in quote]]\n\n"
+          ">> ```\n>> [[deeper]]\n> [[quote ended the fence]]\n\n"
+          "```sh\n> echo [[prompt]]\n> ```\n[[still code]]\n```\n[[after]] #real")
+    assert [l[3] for l in links("a.md", md)] == ["in quote", "quote ended the fence", "after"]
+    assert parse_file("a.md", md.encode()).tags == ["real"]
+
+
 def test_list_items_indented_under_a_list_still_link():
     assert [l[3] for l in links("a.md", "- item\n    - [[Nested]]\n\t- [[Tabbed]]")] == ["Nested", "Tabbed"]
 

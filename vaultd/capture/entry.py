@@ -225,7 +225,7 @@ def _safe(fmt: str, text: str) -> str:
         comment = _comment_after(ln, comment)
         out.append(ln)
     if fence is not None:
-        out.append(" " * fence[1] + fence[0])
+        out.append("> " * fence[2] + " " * fence[1] + fence[0])  # in its block quote, when it is in one
     if comment is not None:
         out.append(comment)
     return "\n".join(out)

@@ -57,23 +57,40 @@ def may_fence(text: str) -> bool:
     return ("`" in text and "```" in text) or ("~" in text and "~~~" in text)
 
 
-def fence_step(line: str, fence: tuple[str, int] | None) -> tuple[bool, tuple[str, int] | None]:
+_QUOTE_MARK = re.compile(r" {0,3}> ?")
+
+
+def _unquote(line: str, most: int) -> tuple[int, str]:
+    """(block quote depth, the line after its `>` markers), taking at most `most` markers."""
+    depth, i = 0, 0
+    while depth < most and (m := _QUOTE_MARK.match(line, i)):
+        depth, i = depth + 1, m.end()
+    return depth, line[i:]
+
+
+def fence_step(line: str, fence: tuple[str, int, int] | None) -> tuple[bool, tuple[str, int, int] | None]:
     """Track Markdown code fences line by line: (is this a fence line, the open fence after it).
 
     A fence closes with the same character, at least as long, and nothing after it. A
     fence opened indented (inside a list item) also ends, unclosed, at the first
     non-blank line indented less than it: the list item, and the fence with it, is over.
+    A fence may stand in a block quote (an Obsidian callout: `> ```md`): its lines carry
+    the quote's `>` markers, and it ends with the quote. Inside a fence outside any quote,
+    a line starting with `>` is code (a shell prompt), never a quote.
     """
-    if fence is not None and line.strip() and fence[1] and len(line) - len(line.lstrip()) < fence[1]:
+    depth, body = _unquote(line, 64 if fence is None else fence[2]) if ">" in line else (0, line)
+    if fence is not None and depth < fence[2]:
+        fence = None  # the block quote holding it is over
+    if fence is not None and body.strip() and fence[1] and len(body) - len(body.lstrip()) < fence[1]:
         fence = None
-    m = _FENCE.match(line)
+    m = _FENCE.match(body)
     if not m:
         return False, fence
     mark, rest = m.groups()
     if fence is None:
         if mark[0] == "`" and "`" in rest:
             return False, None  # ``` inside an info string is not a fence
-        return True, (mark, len(line) - len(line.lstrip()))
+        return True, (mark, len(body) - len(body.lstrip()), depth)
     if mark[0] == fence[0][0] and len(mark) >= len(fence[0]) and not rest.strip():
         return True, None
     return False, fence
