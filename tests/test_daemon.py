@@ -140,6 +140,7 @@ def test_malformed_requests_get_errors_and_the_connection_stays_usable(daemon):
         (b'{"op": "search", "q": 42}\n', "bad_request"),
         (b'{"op": "search", "q": "x", "limit": 0}\n', "bad_request"),
         (b'{"op": "search", "q": "x", "limit": "ten"}\n', "bad_request"),
+        (b'{"op": "grep", "q": "x", "limit": 1000000}\n', "bad_request"),  # a reply of tens of MB: refused
         (b'{"op": "search", "q": "x", "snippets": "no"}\n', "bad_request"),
         (b'{"op": "status", "v": 99}\n', "bad_version"),
         (b'{"op": "status", "surprise": true}\n', "bad_request"),

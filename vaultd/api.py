@@ -102,7 +102,8 @@ class Grep(Request, tag="grep"):
     before: _described(Date | None, "Only notes dated before this day") = None
     case_sensitive: _described(bool, "Case matters (by default it is ignored, as rg -i)") = False
     word: _described(bool, "Whole words only (as rg -w): no word character either side") = False
-    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this many rows") = 100_000
+    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=100_000)], "At most this many rows (100,000 at most: a reply"
+                      " past that is tens of MB)") = 100_000
 
 
 class ListNotes(Request, tag="list"):

@@ -272,11 +272,13 @@ class Splits:
                         "%d bytes (`vaultq split --list` shows them, `vaultq split --all` applies them)",
                         over, cfg.threshold)
         else:
-            logger.warning("auto-split is on: a note that grows past %d bytes while vaultd runs is split into a hub "
-                           "and parts once quiet for %.0f s (undo: `vaultq split --undo OP`, or `--undo --all`). "
-                           "Notes already over it are left as they are: %d are proposed (`vaultq split --list` shows "
-                           "them, `vaultq split --all` applies them). `--split propose` or `off` turns this off",
-                           cfg.threshold, cfg.quiet, over)
+            grown = sum(1 for p in self.state.state.grown if (n := self.notes.get(p)) and n.size > cfg.threshold)
+            logger.warning("auto-split is on: a note that grows past %d bytes is split into a hub and parts once quiet "
+                           "for %.0f s, one that grew while vaultd was stopped too (%d now: `vaultq split --list` "
+                           "marks them auto; undo: `vaultq split --undo OP`, or `--undo --all`). Notes over it when "
+                           "vaultd first saw them are left as they are: %d are proposed (`vaultq split --all` applies "
+                           "them). `--split propose` or `off` turns this off",
+                           cfg.threshold, cfg.quiet, grown, over - grown)
 
     def auto_split(self) -> list[str]:
         """Resolve stale saves over hubs, then, in `auto` mode, split every quiet, unlocked
