@@ -121,6 +121,7 @@ def test_a_bulk_stamp_is_no_edit(tmp_path):
     v = make_vault(tmp_path, {**files, "edited.md": ("# Edited\nmine\n", 0.1)})
     try:  # a hot tag stays hot through a clone: the stamp is no edit, but no sign of neglect either
         assert hot_why(v) == {"edited.md": ["changed 0 days ago"], "copied/active.md": ["tag:active"]}
+        assert [r["path"] for r in v.recent(7)["recent"]] == ["edited.md"], "nor changed lately for `recent`"
         v.pin("copied/n3.md", True)
         assert hot_why(v) == {"copied/n3.md": ["pinned"], "edited.md": ["changed 0 days ago"],
                               "copied/active.md": ["tag:active"]}
@@ -128,7 +129,7 @@ def test_a_bulk_stamp_is_no_edit(tmp_path):
         v.close()
     few = make_vault(tmp_path / "few", {f"n{i}.md": ("# N\n", 0.5) for i in range(5)})  # a few: edits
     try:
-        assert len(hot_why(few)) == 5
+        assert len(hot_why(few)) == 5 and len(few.recent(7)["recent"]) == 5
     finally:
         few.close()
 

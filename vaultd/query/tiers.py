@@ -126,6 +126,13 @@ Those mtimes are no edits of the user's, so they make no note HOT (a fresh copy 
 made every note "changed 0 days ago")."""
 
 
+def bulk_minutes(notes: dict[str, Note]) -> frozenset[int]:
+    """The minutes (mtime_ns // MINUTE_NS) of bulk stamps among `notes` (see BULK)."""
+    per_minute = Counter(n.mtime_ns // MINUTE_NS for n in notes.values())
+    least = max(BULK[0], min(BULK[1], len(notes) // 2))
+    return frozenset(m for m, count in per_minute.items() if count >= least)
+
+
 def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | None
                ) -> tuple[list[tuple[int, list]], frozenset[int]]:
     """The notes grouped by how many hot tags count for each (none for a capture note's), each
@@ -135,9 +142,7 @@ def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | N
     global _by_change_of
     of, key, groups, bulk = _by_change_of
     if of is not notes or key != (hot_tags, agents):
-        per_minute = Counter(n.mtime_ns // MINUTE_NS for n in notes.values())
-        least = max(BULK[0], min(BULK[1], len(notes) // 2))
-        bulk = frozenset(m for m, count in per_minute.items() if count >= least)
+        bulk = bulk_minutes(notes)
         by: dict[int, list[tuple[int, str]]] = {}
         for p, n in notes.items():
             k = len(hot_tags.intersection(n.tags)) if n.tags and not (agents and p.startswith(agents)) else 0

@@ -14,7 +14,7 @@ from ..store.state import changed_ns
 from . import context as ctx
 from .ranking import note_filter
 from .snippets import Matcher
-from .tiers import hot
+from .tiers import MINUTE_NS, bulk_minutes, hot
 
 
 class WorkingSet:
@@ -163,10 +163,16 @@ class WorkingSet:
         return {"hot": hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder)}
 
     def recent(self, days: float) -> dict:
+        """Notes changed in the last `days`, newest first; not those a bulk stamp (a clone, a
+        copy, a checkout: see tiers.BULK) dated, which no one edited (a fresh copy of a vault
+        listed every note)."""
         cutoff = time.time() - days * 86400
         st = self.state.state
-        items = sorted(((m, p) for p, n in self.notes.items() if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff),
-                       reverse=True)
+        notes = self.notes
+        bulk = bulk_minutes(notes)
+        items = sorted(((m, p) for p, n in notes.items()
+                        if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff
+                        and not (m == n.mtime_ns and m // MINUTE_NS in bulk)), reverse=True)
         return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
                                           "mtime": round(m / 1e9, 3)} for m, p in items]}
 
