@@ -117,6 +117,8 @@ class Indexer:
                     ok = self._guard(vault.apply, batch, None, True)  # reported by the watcher: read, the hash decides
                     batch = [] if ok else batch
             self.failed = batch  # not applied (failed, or waiting to retry): kept, and counted as pending
+            if not ok and self.should_exit.is_set():
+                break  # stopped, not failed: the next start redoes it
             if not ok:
                 logger.warning("indexing failed: %d changed files and %s kept; retrying in %.0f s", len(batch),
                                "a rescan" if rescan else "no rescan", delay)
