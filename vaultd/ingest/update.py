@@ -74,7 +74,7 @@ class Ingest:
             self._read_saved_graph()
         on_disk = dict(self.accept.walk(self.root))
         if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
-            raise VaultError(f"the vault folder {self.root} is missing: the index is kept as it was")
+            raise VaultError(f"the vault folder {self.root} is missing: no rescan empties the index meanwhile")
         changed = [
             rel
             for rel, st in on_disk.items()

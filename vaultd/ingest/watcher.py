@@ -264,8 +264,9 @@ class Watcher:
             if not self.gone:
                 self.gone = True
                 self.stop()
-                self._say(f"the vault folder {self.root} is missing (deleted or moved away): the index is kept "
-                          "as it was, and the folder is watched again as soon as it is back")
+                self._say(f"the vault folder {self.root} is missing (deleted or moved away): no rescan empties "
+                          "the index meanwhile (only deletions seen as they happened are applied), and the folder "
+                          "is watched again as soon as it is back")
             return False  # a rescan would find no notes
         self.gone = False
         if here == self.root_id and self.alive():
