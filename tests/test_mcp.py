@@ -128,6 +128,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
                                   ("type", "context", {"query": "x", "budget": "lots"}),
                                   ("date", "search", {"query": "x", "after": "yesterday"}),
                                   ("one tag", "search", {"query": "boredom", "tag": "nope"}),
+                                  ("a number as text", "search", {"query": "boredom", "limit": "1"}),
                                   ("no note", "backlinks", {"note": "no such thing"}),
                                   ("no tool", "split", {"note": "Deep work"})):
             r = await c.call_tool(name, args)
@@ -151,6 +152,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
     assert out["type"][0] and "budget: expected int" in out["type"][1]
     assert out["date"][0] and "after" in out["date"][1]
     assert not out["one tag"][0], out["one tag"]  # one value for a list: taken as a list of one
+    assert not out["a number as text"][0] and "Deep work" in out["a number as text"][1], out["a number as text"]
     assert out["no note"] == (True, "no note matches 'no such thing' (give a vault path, a Denote identifier, "
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]

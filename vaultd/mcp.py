@@ -158,7 +158,8 @@ def request_args(op: str, arguments: dict | None) -> dict:
         if isinstance(args[k], str):  # one filter so (a write takes only what it says it takes)
             args[k] = [args[k]]
     try:
-        req = msgspec.convert(args, type=REQUEST_TYPES[op])
+        # a read takes "3" for 3 and "true" for true, as agents often send them; a write only what it says
+        req = msgspec.convert(args, type=REQUEST_TYPES[op], strict=op in WRITES)
     except msgspec.ValidationError as e:
         msg = explain_validation(str(e)).replace("`", "")
         for old, new in RENAMED.items():
