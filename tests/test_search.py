@@ -344,3 +344,21 @@ def test_a_last_word_the_notes_hold_is_taken_as_typed(tmp_path):
         assert "api.md" in paths(vlt, "graphq"), "a word being typed still finds what it starts"
     finally:
         vlt.close()
+
+
+def test_a_quoted_phrase_is_shown_where_it_stands(tmp_path):
+    """The snippets of a phrase search are the lines holding it word for word, before lines
+    holding its words apart (the denote-manual's changelog showed two other versions first)."""
+    (tmp_path / "v").mkdir()
+    lines = ["# Changelog", "", "Version 3.0.1 fixed 1 bug in 3 places.", "", "Version 1.3.0 came later.", "",
+             *[f"filler line {i}" for i in range(20)], "", "## Version 3.1.0", "", "Version 3.1.0 added links."]
+    (tmp_path / "v" / "log.md").write_text("\n".join(lines) + "\n")
+    vlt = Vault(Config(vault=str(tmp_path / "v"), state_dir=str(tmp_path / "st")).load())
+    try:
+        vlt.reconcile()
+        [hit] = vlt.search('"Version 3.1.0"')["hits"]
+        got = [s["line"] for s in hit["snippets"]]
+        want = [lines.index("## Version 3.1.0") + 1, lines.index("Version 3.1.0 added links.") + 1]
+        assert set(want) <= set(got), got
+    finally:
+        vlt.close()

@@ -91,7 +91,7 @@ class Search:
         `explain`, each with the parts of its score (see _explain)."""
         t0 = time.perf_counter()
         total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
-        matcher = Matcher(p.words, p.stems) if snippets else None
+        matcher = Matcher(p.words, p.stems, p.parsed.phrases) if snippets else None
         tags = set(p.parsed.tags)
         hits = [
             {

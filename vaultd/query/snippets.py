@@ -42,7 +42,11 @@ class Matcher:
     `가치관이` lights up all of `가치관` in `가치관은`. Uses str.find on lower-cased text
     (C speed); a regex only where lower-casing changes the text's length."""
 
-    def __init__(self, words: list[str], stems: list[str]):
+    def __init__(self, words: list[str], stems: list[str], phrases: list[str] = ()):
+        # a line holding a quoted phrase, word for word (any spaces or punctuation between),
+        # is a better snippet than one holding its words apart (`"Version 3.1.0"`)
+        self.phrases = [re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, ws)) + r"(?!\w)", re.IGNORECASE)
+                        for ph in phrases if len(ws := re.findall(r"\w+", ph)) > 1]
         latin, self.grams = set(), set()
         for w in [*words, *stems]:
             if CJK_RUN.fullmatch(w):
@@ -257,7 +261,14 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     if not lines:
         return []
     nl = "\n" if isinstance(text, str) else b"\n"
-    scored = [(s < body_start, -len(terms), -count, s) for s, (_, terms, count) in lines.items()]
+    def phrased(s: int) -> bool:
+        if not matcher.phrases:
+            return False
+        line = text[s : lines[s][0]]
+        line = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+        return any(r.search(line) for r in matcher.phrases)
+
+    scored = [(s < body_start, not phrased(s), -len(terms), -count, s) for s, (_, terms, count) in lines.items()]
     if any(not sc[0] for sc in scored):
         scored = [sc for sc in scored if not sc[0]]
     out = []

@@ -115,7 +115,7 @@ class WorkingSet:
             add(ctx.fit(lines, start, last, start, maker(note, lines, "hot", ", ".join(h["why"])),
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
-        matcher = Matcher(p.words, p.stems)
+        matcher = Matcher(p.words, p.stems, p.parsed.phrases)
         sections = []  # per hit: (score, note, lines, its sections best first)
         for score, note in ranked:
             lines, start = lines_of(note)
