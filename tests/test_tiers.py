@@ -240,6 +240,20 @@ def test_context_shrinks_a_section_to_whole_lines_around_the_match(cv):
     _check_items(cv, res, 60, "tokens")
 
 
+def test_context_of_a_heading_over_only_subsections_gives_what_they_say(tmp_path):
+    """A section that is its heading alone (its text in subsections) was given as that one
+    line when the subsections did not fit in 40% of the budget: now its text, as it fits."""
+    sub = "".join(f"### Part {i}\n\n" + "the parts say this at length, word after word.\n" * 12 for i in range(6))
+    v = make_vault(tmp_path, {"notes/a.md": (f"# A\n\nintro\n\n## Axolotlism\n\n{sub}", 3)})
+    try:
+        res = v.context("axolotlism", 200)
+        [hit] = [it for it in res["items"] if it["kind"] == "hit"]
+        assert hit["text"].startswith("## Axolotlism") and "the parts say this" in hit["text"], hit
+        _check_items(v, res, 200, "tokens")
+    finally:
+        v.close()
+
+
 def test_korean_costs_more_than_chars_over_4():
     ko = "가치관은 선택의 기준이다"
     assert estimate_tokens(ko) > len(ko) / 4 * 3

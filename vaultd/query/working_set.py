@@ -143,7 +143,9 @@ class WorkingSet:
                 why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
                 make = maker(note, lines, "hit", why, score)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
-                if whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
+                if whole["last"] > last and not any(ln.strip() for ln in lines[first:last]):
+                    last = whole["last"]  # a heading over nothing but its subsections: what they say, as it fits
+                elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
                 if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
                     self.state.touch(note.path, agent=True)
