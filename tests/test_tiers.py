@@ -254,6 +254,18 @@ def test_context_of_a_heading_over_only_subsections_gives_what_they_say(tmp_path
         v.close()
 
 
+def test_context_gives_no_note_a_particle_alone_found(tmp_path):
+    """`가치관이` is 가치 치관 관이: a note holding only 관이 (in 기관이나) holds a particle, not
+    the word, and is no answer for an agent's context (search still lists it, last)."""
+    v = make_vault(tmp_path, {"faq.md": ("# 할인\n\n교육 기관이나 비영리 단체는 할인을 받는다.\n", 30)})  # not HOT
+    try:
+        assert [h["path"] for h in v.search("가치관이 뭐야")["hits"]] == ["faq.md"]
+        assert [it for it in v.context("가치관이 뭐야", 1000)["items"] if it["kind"] == "hit"] == []
+        assert [it["path"] for it in v.context("기관이 뭐야", 1000)["items"] if it["kind"] == "hit"] == ["faq.md"]
+    finally:
+        v.close()
+
+
 def test_korean_costs_more_than_chars_over_4():
     ko = "가치관은 선택의 기준이다"
     assert estimate_tokens(ko) > len(ko) / 4 * 3

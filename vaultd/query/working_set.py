@@ -12,7 +12,8 @@ from ..parse import decode
 from ..paths import read_head
 from ..store.state import changed_ns
 from . import context as ctx
-from .ranking import note_filter
+from ..store.index import CJK_RUN
+from .ranking import bigrams, note_filter
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
 
@@ -116,11 +117,14 @@ class WorkingSet:
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
         matcher = Matcher(p.words, p.stems, p.parsed.phrases)
+        runs = [set(bigrams(r)) for r in dict.fromkeys(CJK_RUN.findall(" ".join(p.parsed.words).lower()))]
         sections = []  # per hit: (score, note, lines, its sections best first)
         for score, note in ranked:
             lines, start = lines_of(note)
             if not lines:
                 continue
+            if runs and note.path not in p.parts and not _answers(lines, matcher, runs):
+                continue  # found by a particle's bigram alone (관이 of 가치관이 in 기관이나): no answer
             heads = headings_of(note)
             if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
                 at = _title_line(lines, note.title)
@@ -195,6 +199,13 @@ class WorkingSet:
                                   for h in headings_of(n)]
             out.append(it)
         return {"total": len(out), "notes": out}
+
+
+def _answers(lines: list[str], matcher: Matcher, runs: list[set[str]]) -> bool:
+    """Whether a note holds a query word: a Latin word, or at least half the bigrams of one
+    Hangul/Han/Kana run (a particle or an ending alone is one bigram of a word's three)."""
+    held = matcher.terms("\n".join(lines))
+    return any(t in held for t in matcher.latin) or any(2 * len(r & held) >= len(r) for r in runs)
 
 
 def _title_line(lines: list[str], title: str) -> int | None:
