@@ -68,6 +68,31 @@ def mem_tmp(prefix: str = "vaultd-mem-") -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix=prefix, dir=base)
 
 
+@pytest.fixture
+def nobody():
+    """(a folder a user other than root owns and can reach, the command prefix that runs a
+    program as that user): root reads and writes every file whatever its mode, so as root
+    permission checks run as `nobody` (setpriv); as anyone else, as themselves."""
+    import pwd
+
+    top = Path(tempfile.mkdtemp(prefix="vaultd-perm-"))
+    top.chmod(0o755)
+    drop: list[str] = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            shutil.rmtree(top)
+            pytest.skip("running as root and no setpriv to drop to another user")
+        user = pwd.getpwnam("nobody")
+        os.chown(top, user.pw_uid, user.pw_gid)
+        drop = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    try:
+        yield top, drop
+    finally:
+        for p in (top, *top.rglob("*")):
+            p.chmod(0o700)
+        shutil.rmtree(top)
+
+
 def wait_for(pred, timeout: float, interval: float = 0.01):
     """Poll `pred` until it returns something truthy; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout

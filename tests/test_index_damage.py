@@ -11,11 +11,9 @@ import hashlib
 import json
 import logging
 import os
-import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -223,29 +221,17 @@ def test_a_refused_open_holds_no_lock(cfg):
 
 
 @pytest.fixture
-def as_user(cfg):
+def as_user(cfg, nobody):
     """(index folder, run(code) as a user other than root): root reads and writes every file
     whatever its mode, so as root the check runs as `nobody` (setpriv), on a copy of the
     index that user owns, in a folder that user can reach."""
-    if os.geteuid() != 0:
-        yield index_dir(cfg), lambda code: _run([sys.executable, "-c", code])
-        return
-    if not shutil.which("setpriv"):
-        pytest.skip("running as root and no setpriv to drop to another user")
-    nobody = pwd.getpwnam("nobody")
-    top = Path(tempfile.mkdtemp(prefix="vaultd-perm-"))
-    try:
-        top.chmod(0o755)
-        ix = top / "index"
-        shutil.copytree(index_dir(cfg), ix)
-        for p in (ix, *ix.iterdir()):
-            os.chown(p, nobody.pw_uid, nobody.pw_gid)
-        drop = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
-        yield ix, lambda code: _run([*drop, sys.executable, "-c", code])
-    finally:
-        for p in (top, *top.rglob("*")):
-            p.chmod(0o700)
-        shutil.rmtree(top)
+    top, drop = nobody
+    ix = top / "index"
+    shutil.copytree(index_dir(cfg), ix)
+    owner = top.stat()
+    for p in (ix, *ix.iterdir()):
+        os.chown(p, owner.st_uid, owner.st_gid)
+    yield ix, lambda code: _run([*drop, sys.executable, "-c", code])
 
 
 def _run(cmd: list[str]) -> subprocess.CompletedProcess:

@@ -215,44 +215,35 @@ def test_a_panic_in_the_indexer_stops_the_daemon_with_exit_1(daemon, vault, tmp_
     assert "vaultd stopped so that it starts afresh" in out, out
 
 
-def test_a_note_that_cannot_be_read_is_a_problem_until_a_chmod_fixes_it(monkeypatch):
+def test_a_note_that_cannot_be_read_is_a_problem_until_a_chmod_fixes_it(monkeypatch, nobody):
     """A note file vaultd may not read is listed by `problems` (and counted by `status`),
     not indexed; the chmod that lets it read it is an event: the note is indexed at once,
     not at the next rescan. Root reads every file, so the daemon runs as `nobody`."""
-    import pwd
-    import tempfile
-
     from conftest import Daemon
 
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("needs root and setpriv, to run the daemon as another user")
-    nobody = pwd.getpwnam("nobody")
-    top = Path(tempfile.mkdtemp(prefix="vaultd-perm-"))
+    top, drop = nobody
+    vault = top / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nalpha\n")
+    (vault / "b.md").write_text("# B\n\nzulu\n")
+    owner = top.stat()
+    for p in (vault, *vault.iterdir()):
+        os.chown(p, owner.st_uid, owner.st_gid)
+    (vault / "b.md").chmod(0o000)
+    d = Daemon(vault, top / "state", top / "d.sock")
+    d.args = [*drop, *d.args]
+    for var in ("HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(var, str(top))  # folders that user can reach
+    d.start()
     try:
-        top.chmod(0o755)
-        vault = top / "v"
-        vault.mkdir()
-        (vault / "a.md").write_text("# A\n\nalpha\n")
-        (vault / "b.md").write_text("# B\n\nzulu\n")
-        for p in (top, vault, *vault.iterdir()):
-            os.chown(p, nobody.pw_uid, nobody.pw_gid)
-        (vault / "b.md").chmod(0o000)
-        d = Daemon(vault, top / "state", top / "d.sock")
-        d.args = ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups", *d.args]
-        for var in ("HOME", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
-            monkeypatch.setenv(var, str(top))  # folders that user can reach
-        d.start()
-        try:
-            [p] = d.request("problems")["problems"]
-            assert p == {"path": "b.md", "title": None, "problems": ["cannot read: Permission denied"]}
-            assert d.request("status")["problems"] == 1
-            assert d.request("search", q="zulu")["hits"] == []
-            g = d.request("status")["generation"]
-            (vault / "b.md").chmod(0o644)  # no byte changes, nor the mtime
-            wait_for(lambda: d.request("status")["generation"] > g, timeout=10)
-            assert [h["path"] for h in d.request("search", q="zulu")["hits"]] == ["b.md"]
-            assert d.request("problems")["problems"] == [] and d.request("status")["problems"] == 0
-        finally:
-            d.stop()
+        [p] = d.request("problems")["problems"]
+        assert p == {"path": "b.md", "title": None, "problems": ["cannot read: Permission denied"]}
+        assert d.request("status")["problems"] == 1
+        assert d.request("search", q="zulu")["hits"] == []
+        g = d.request("status")["generation"]
+        (vault / "b.md").chmod(0o644)  # no byte changes, nor the mtime
+        wait_for(lambda: d.request("status")["generation"] > g, timeout=10)
+        assert [h["path"] for h in d.request("search", q="zulu")["hits"]] == ["b.md"]
+        assert d.request("problems")["problems"] == [] and d.request("status")["problems"] == 0
     finally:
-        shutil.rmtree(top)
+        d.stop()
