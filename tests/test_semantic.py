@@ -272,3 +272,34 @@ def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, s
         assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None and hit["explain"]["weight"] > 0
     finally:
         d.stop()
+
+
+@needs_use
+def test_a_lost_vectors_file_of_one_model_is_made_again(tmp_path, short_dir):
+    """Each model's vectors are a file of their own: the multilingual model's lost while
+    the English one's is whole, a restart makes it again (it checked the English file only,
+    and the Korean notes never had vectors again)."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    for name, text in NOTES.items():
+        (root / name).write_text(text)
+    cfg = tmp_path / "on.toml"
+    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n')
+    d = Daemon(root, tmp_path / "st", short_dir / "d.sock", ["--config", str(cfg)]).start()
+    try:
+        wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"], 60)
+        use = next(m for m in d.status()["semantic"]["models"] if m.startswith("use-multilingual-v3"))
+        made = d.status()["semantic"]["sections"][use]
+        assert made >= 1
+    finally:
+        d.stop()
+    [lost] = [f for f in (tmp_path / "st").rglob("vectors-*.bin") if "wordllama" not in f.name]
+    lost.unlink()
+    d.start()
+    try:
+        wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"]
+                 and s["sections"][use] == made, 60)
+        hit = d.request("search", q="환불 요청", explain=True)["hits"][0]
+        assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None
+    finally:
+        d.stop()

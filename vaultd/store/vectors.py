@@ -348,8 +348,10 @@ class Embedder:
             if gone:
                 s.put({}, gone)
                 self._unsaved = True
-        wl = self.stores["wordllama"].notes
-        self.changed([p for p, n in notes.items() if (e := wl.get(p)) is None or e[0] != n.hash])
+        # every store holds every note it embedded (with no sections, where a model has none
+        # to read): a note missing from one (its file lost or damaged) is embedded again
+        self.changed([p for p, n in notes.items()
+                      if any((e := s.notes.get(p)) is None or e[0] != n.hash for s in self.stores.values())])
 
     def changed(self, paths) -> None:
         """Notes committed (changed, added or deleted): their vectors are made anew (or dropped)."""
