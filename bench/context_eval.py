@@ -32,8 +32,9 @@ def main() -> int:
     ap.add_argument("--show-misses", action="store_true")
     args = ap.parse_args()
     qs = [q for q in json.loads(Path(args.queries).read_text()) if q["corpus"] == args.corpus]
-    vault = Path(args.corpora) / args.corpus
     work = Path(tempfile.mkdtemp(prefix="vc"))
+    vault = work / args.corpus  # a copy (mtimes kept): a daemon never runs on the shared corpora
+    shutil.copytree(Path(args.corpora) / args.corpus, vault, symlinks=True)
     note_hits = section_hits = with_heading = over = 0
     try:
         d = Daemon(vault, work)

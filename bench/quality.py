@@ -123,7 +123,8 @@ def main() -> int:
         for q in queries:
             by_corpus[q["corpus"]].append(q)
         for corpus, qs in sorted(by_corpus.items()):
-            vault = Path(args.corpora) / corpus
+            vault = work / "vaults" / corpus  # a copy (mtimes kept): a daemon never runs on the shared corpora
+            shutil.copytree(Path(args.corpora) / corpus, vault, symlinks=True)
             texts = {p.relative_to(vault).as_posix(): p.read_text(errors="replace").casefold()
                      for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
             for semantic in modes:
