@@ -349,3 +349,29 @@ def test_a_save_of_a_partly_decoded_graph_equals_a_fresh_build(vault, tmp_path):
     loaded = _picture(v.graph)
     v.close()
     assert loaded == _fresh(vault, state, tmp_path)
+
+
+def test_work_done_apart_runs_in_a_child_and_its_answer_or_error_comes_back():
+    from vaultd.ingest.update import _apart
+
+    assert _apart(os.getpid) not in (os.getpid(), 0)
+    assert _apart(len, b"x" * 5000) == 5000
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        _apart(divmod, 1, 0)
+
+
+def test_a_save_made_apart_loads_as_a_fresh_build(vault, tmp_path):
+    _vault(vault)
+    state = tmp_path / "state"
+    v = Vault(_config(vault, state))
+    v.reconcile()
+    (vault / "alpha.md").write_text("# Alpha\n\nnow [[beta]] and [[nowhere]]\n")
+    v.apply(["alpha.md"])
+    assert v.save_graph(apart=True)
+    assert not v.save_graph(apart=True)  # nothing changed since
+    v.close()
+    v = Vault(_config(vault, state))
+    assert v._saved_graph is not None
+    v.reconcile()
+    assert _picture(v.graph) == _fresh(vault, state, tmp_path)
+    v.close()
