@@ -324,6 +324,7 @@ class Ingest:
         if self.semantic is not None:  # after the commit: its vectors catch up in the background
             self.semantic.changed([*(n.path for n in upserts), *gone])
         _release_freed_memory()
+        graph_file.release_pages()  # what queries read of the saved graph since: read again when asked for
         self._record(self.generation, old_notes, upserts, gone)
         self._watch_growth(old_notes, upserts, gone)
         logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
