@@ -667,7 +667,7 @@ class Operations:
         """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or
         `undo` (op ids, newest first, with `force`; with `all` instead: every done split)."""
         v = self.vault
-        if req.dry_run and not (req.note and not (req.list or req.history or req.all or req.undo is not None)):
+        if req.dry_run and (not req.note or req.list or req.history or req.all or req.undo is not None):
             # never a preview that writes: it previews one note's split, and nothing else
             raise QueryError("dry_run previews the split of one note (give `note` alone); `list` shows every "
                              "proposal `all` would split, `history` what each op did")

@@ -261,6 +261,7 @@ def best_lines(text: str | bytes, matcher: Matcher, n: int = 3, skip: int = 0, h
     if not lines:
         return []
     nl = "\n" if isinstance(text, str) else b"\n"
+
     def phrased(s: int) -> bool:
         if not matcher.phrases:
             return False

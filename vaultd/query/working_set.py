@@ -10,9 +10,9 @@ from ..errors import QueryError
 from ..note import Note, headings_of
 from ..parse import decode
 from ..paths import read_head
+from ..store.index import CJK_RUN
 from ..store.state import changed_ns
 from . import context as ctx
-from ..store.index import CJK_RUN
 from .ranking import bigrams, note_filter
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
@@ -179,7 +179,7 @@ class WorkingSet:
         items = sorted(((m, p) for p, n in notes.items()
                         if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff
                         and not (m == n.mtime_ns and m // MINUTE_NS in bulk)), reverse=True)
-        return {"days": days, "recent": [{"path": p, "title": self.notes[p].title,
+        return {"days": days, "recent": [{"path": p, "title": notes[p].title,
                                           "mtime": round(m / 1e9, 3)} for m, p in items]}
 
     def note_list(self, tags: list[str] = (), paths: list[str] = (), headings: bool = False) -> dict:
