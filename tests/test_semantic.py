@@ -243,6 +243,44 @@ def test_vectors_kept_mapped_and_made_since_answer_as_made(tmp_path, caplog):
     assert not Store("other model", 32, tmp_path / "vectors-test.bin").load()
 
 
+@needs_extra
+def test_a_scan_of_many_notes_finds_the_nearest_as_comparing_every_one_would(tmp_path):
+    """A vault past the coarse pass's size: the scan (its nearest by the means' main directions,
+    then by the whole means, then by sections) gives the notes a comparison with every section
+    gives, saved or made since the save, a note made after it included."""
+    import numpy as np
+
+    from vaultd.store import vectors
+
+    rng = np.random.default_rng(5)
+    dim = 4 * vectors.PCS  # vectors of fewer directions than they have dimensions, as a model's are
+    mix = rng.standard_normal((48, dim)).astype(np.float32)
+
+    def unit(n: int) -> np.ndarray:
+        m = rng.standard_normal((n, 48)).astype(np.float32) @ mix + 0.05 * rng.standard_normal((n, dim))
+        return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+    made = {f"n{i}.md": (f"h{i}", [1], unit(1)) for i in range(3000)}
+    store = vectors.Store("test", dim, tmp_path / "vectors-test.bin")
+    store.put(made)
+    store.save()
+    later = {f"m{i}.md": (f"g{i}", [1], unit(1)) for i in range(200)}
+    store.put(later)
+    v = store.view
+    assert v.basis.shape == (dim, vectors.PCS) and len(v.means) == len(v.parts) == 3200
+    means = v.means.astype(np.float32) * v.mean_scales[:, None] - v.center  # its directions hold the means' spread
+    assert (v.parts**2).sum() >= 0.95 * (means**2).sum()
+
+    def every(q: np.ndarray, k: int) -> list[str]:
+        sims = {p: float(vecs[0] @ q) for p, (_, _, vecs) in {**made, **later}.items()}
+        return sorted(sims, key=sims.get, reverse=True)[:k]
+
+    queries = [unit(1)[0] for _ in range(40)] + [later["m7.md"][2][0], made["n11.md"][2][0]]
+    found = [[p for _, p in store.scan(q, 2)] for q in queries]
+    assert found[-2][0] == "m7.md" and found[-1][0] == "n11.md"
+    agree = sum(len(set(f) & set(every(q, 2))) for f, q in zip(found, queries)) / (2 * len(queries))
+    assert agree >= 0.95
+
 @needs_use
 def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, short_dir):
     """With `cjk` on (the default), the multilingual model is loaded only once a note has

