@@ -115,6 +115,10 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
         assert [h["path"] for h in korean] == ["환불.md"] and korean[0]["explain"]["weight"] == 0.0
         first = refund()
         assert first is not None and first["nearest"] and first["section"] == 5
+        # words a note holds all of rank alone: the query is not embedded, no part is added
+        held = on.request("search", q="refund policy", explain=True)["hits"]
+        assert held[0]["path"] == "Refund policy.md"
+        assert all(h["explain"]["weight"] == 0.0 and h["explain"]["semantic"] is None for h in held)
         gen = on.status()["generation"]
         (root / "Refund policy.md").write_text("# Hiking boots\n\nMountain boots and trail maps for hikers.\n")
         on.wait_generation(gen, timeout=10)

@@ -79,10 +79,15 @@ class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The share of a top candidate's score that is its best section's cosine, placed between
     the lowest and the highest among the candidates (the rest: its lexical score as a share
     of the best one's), when no candidate holds every word of the query..."""
-    matched_weight: float = 0.15
-    """...and when one does (or the words are not counted: one word, Hangul/Han/Kana): the words
-    are trusted more (bench/quality.py --semantic --dump, the fusion replayed: 0.1-0.15 kept
-    every dev group within 0.005 MRR of semantic recall off, 0.25 cost questions 0.019)."""
+    matched_weight: float = 0.0
+    """...when one does (a single word the notes hold, too): 0, the words alone rank them and
+    the query is not embedded (no time spent). Measured on the dev set (bench/quality.py
+    --semantic --dump, the fusion replayed): the semantic part helped queries whose words
+    fall short (MRR 0.66 -> 0.84) and not those whose words all match (0.908 at 0, 0.909 at
+    0.25, questions 0.019 worse at 0.25)..."""
+    cjk_weight: float = 0.15
+    """...and for Hangul/Han/Kana queries, whose words are matched by bigrams and not counted,
+    so that whether they all match is not known."""
     cjk: bool = True
     """Embed Hangul/Han/Kana sections and queries with the multilingual model (slower to
     build); false: such queries get no semantic part (the English model cannot read them)."""
@@ -286,7 +291,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             raise ConfigError(f"split.quiet: expected seconds >= 0, got {self.split.quiet}")
         if not 0 <= self.search.coverage_weight <= 1:
             raise ConfigError(f"search.coverage_weight: expected a number from 0 to 1, got {self.search.coverage_weight}")
-        for key in ("weight", "matched_weight"):
+        for key in ("weight", "matched_weight", "cjk_weight"):
             if not 0 <= (val := getattr(self.semantic, key)) <= 1:
                 raise ConfigError(f"semantic.{key}: expected a number from 0 to 1, got {val}")
         if self.semantic.scan < 0:

@@ -13,7 +13,7 @@ from ..note import Note, headings_of
 from ..parse import decode
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
-from ..store.index import note_epoch
+from ..store.index import CJK_RUN, note_epoch
 from .ranking import Plan, Vocabulary, blend, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import is_cold
@@ -69,15 +69,17 @@ class Search:
         p.shares = shares or {}
         sem = self.semantic
         if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
-            # the best section's closeness to the words, fused into the top candidates' scores;
-            # and when the words find few notes, those nearest by their vectors join them
+            # the best section's closeness to the words, fused into the top candidates' scores
+            # where the words fall short; and when they find few notes, those nearest by their
+            # vectors join them
             scfg = self.config.semantic
             matched = bool(ranked) and (not shares or max(shares.values()) >= 1.0)  # a candidate holds every word
-            p.weight = scfg.matched_weight if matched else scfg.weight
-            scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
-            before = len(ranked)
-            ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
-            total += len(ranked) - before  # notes the vector scan added are matches too
+            p.weight = scfg.cjk_weight if CJK_RUN.search(words) else scfg.matched_weight if matched else scfg.weight
+            if p.weight:  # 0: the words are trusted alone, and the query is not embedded
+                scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
+                before = len(ranked)
+                ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
+                total += len(ranked) - before  # notes the vector scan added are matches too
         with_cold = scope == "all"
         if not with_cold:
             warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
