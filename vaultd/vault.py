@@ -16,7 +16,7 @@ from .capture.remember import Capture
 from .config import Config
 from .errors import ConfigError
 from .ingest.filters import NoteFilter
-from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
+from .ingest.update import Ingest, Stopped, keep_big_blocks_apart  # noqa: F401  (Stopped: for its callers)
 from .note import Note
 from .query.grep import Grep
 from .query.links import LinkGraph
@@ -36,6 +36,7 @@ logger = logging.getLogger("vaultd.vault")
 class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
     def __init__(self, config: Config):
         check_semantic(config)
+        keep_big_blocks_apart()
         self.config = config
         self.root = Path(config.vault)
         self._root = str(self.root)
