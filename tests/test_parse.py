@@ -144,6 +144,42 @@ def test_vaultd_parse_cli(tmp_path):
     assert "title:    Memory tiers" in r.stdout and "      2  # HOT  (#hot)" in r.stdout
 
 
+def test_vaultd_parse_reads_a_file_as_the_daemon_does(tmp_path):
+    """`vaultd parse` on what is no note (a FIFO hung it, /dev/zero took 3 GB) says so; on a
+    terminal a title's escape sequences are printed as text, as vaultq prints them."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    for what in (fifo, "/dev/zero"):
+        r = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(what)], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 1 and "is not a regular file" in r.stderr, r
+    f = tmp_path / "clip.md"
+    f.write_text('---\ntitle: "Evil \\u001b]0;pwned\\u0007 title"\n---\nbody\n')
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], stdout=slave, timeout=30)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the other end is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    assert p.returncode == 0 and b"Evil ^[]0;pwned^G title" in out and b"\x1b" not in out
+    piped = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], capture_output=True, text=True)
+    assert "Evil \x1b]0;pwned\x07 title" in piped.stdout  # a pipe gets the title as it is
+
+
 def test_org_heading_and_property_readers_give_what_orgparses_give():
     # ours read a line in one pass; orgparse's regexes, the same, in the square or cube of it
     import itertools

@@ -254,6 +254,22 @@ def test_context_of_a_heading_over_only_subsections_gives_what_they_say(tmp_path
         v.close()
 
 
+def test_context_weighs_a_section_by_the_query_words_not_its_stop_words(tmp_path):
+    """`how do I embed a note` asks about embedding a note: weighed by how rare it is, `do` (of
+    `Document`) made the PDF section the answer (obsidian-help; agents ask like this)."""
+    text = ("# Embed files\n\n## Embed a note in another note\n\nTo embed a note, type `![[` and its name.\n\n"
+            "## Embed an image in a note\n\nTo embed an image: `![[Engelbart.jpg]]`\n\n"
+            "## Embed a PDF in a note\n\nTo embed a PDF: `![[Document.pdf]]`, a page of the Document with `#page=3`.\n")
+    v = make_vault(tmp_path, {"notes/embed.md": (text, 30)})
+    try:
+        hit = next(it for it in v.context("how do I embed a note", 200)["items"] if it["kind"] == "hit")
+        assert hit["text"].startswith("## Embed a note in another note"), hit
+        hit = next(it for it in v.context("how do I do", 200)["items"] if it["kind"] == "hit")  # stop words alone count
+        assert hit["text"].startswith("## Embed a PDF"), hit
+    finally:
+        v.close()
+
+
 def test_context_gives_no_note_a_particle_alone_found(tmp_path):
     """`가치관이` is 가치 치관 관이: a note holding only 관이 (in 기관이나) holds a particle, not
     the word, and is no answer for an agent's context (search still lists it, last)."""

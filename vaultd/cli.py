@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -390,41 +391,58 @@ def parse(file, as_json, body):
     """Show the Note vaultd sees in one FILE (no daemon needed)."""
     import msgspec
 
+    from .config import Index
     from .note import first_h1, heading_tags
     from .parse import parse_file
+    from .paths import cut
+    from .vaultq import inert
 
     p = Path(file)
-    note = parse_file(p.name, p.read_bytes(), mtime_ns=p.stat().st_mtime_ns)
+    try:  # as the daemon reads a note: a regular file (a FIFO or a device is not one), to the size cap
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise click.ClickException(f"{file} is not a regular file: vaultd reads only files as notes")
+            cap = Index().max_file_mb << 20
+            data = f.read(cap + 1)
+    except OSError as e:
+        raise click.ClickException(f"{file} cannot be read: {e.strerror or e}") from None
+    note = parse_file(p.name, cut(data, cap) if len(data) > cap else data, mtime_ns=st.st_mtime_ns)
     if not body:
         note = msgspec.structs.replace(note, body="")
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(note)).decode())
         return
-    click.echo(f"title:    {note.title} ({note.title_from})")
+    # a note's escape sequences, on a terminal, printed as text (as vaultq prints them)
+    show = (lambda text="": click.echo(inert(text))) if sys.stdout.isatty() else click.echo
+    if len(data) > cap:
+        show(f"note:     only its first {Index().max_file_mb} MB are read, as vaultd indexes it ([index] max_file_mb)")
+    show(f"title:    {note.title} ({note.title_from})")
     if h1 := first_h1(note):
-        click.echo(f"          {h1} (first H1, searched as a title)")
+        show(f"          {h1} (first H1, searched as a title)")
     for key in ("id", "signature", "date"):
         if getattr(note, key):
-            click.echo(f"{key + ':':<9} {getattr(note, key)}")
+            show(f"{key + ':':<9} {getattr(note, key)}")
     for key in ("tags", "aliases", "uuids"):
         if getattr(note, key):
-            click.echo(f"{key + ':':<9} {', '.join(getattr(note, key))}")
+            show(f"{key + ':':<9} {', '.join(getattr(note, key))}")
     for h, tags in zip(note.headings, heading_tags(note.headings)):
         extra = ""
         if h.tags:
             extra += "  :" + ":".join(h.tags) + ":"
         if inherited := sorted(tags - set(h.tags)):
             extra += f"  (inherits {', '.join(inherited)})"
-        click.echo(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor}){extra}")
+        show(f"  {h.line:>5}  {'#' * h.level} {h.text}  (#{h.anchor}){extra}")
     for ln in note.links:
         where = ln.target + (f"::{ln.anchor}" if ln.anchor else "")
-        click.echo(f"  {ln.line:>5}:{ln.col:<4} {ln.kind:<8} {where}")
+        show(f"  {ln.line:>5}:{ln.col:<4} {ln.kind:<8} {where}")
     for b in note.blocks:
-        click.echo(f"  {b.line:>5}  ^{b.id}")
+        show(f"  {b.line:>5}  ^{b.id}")
     for pr in note.problems:
-        click.echo(f"problem:  {pr}")
+        show(f"problem:  {pr}")
     if body:
-        click.echo(note.body)
+        show(note.body)
 
 
 def main(argv=None) -> None:

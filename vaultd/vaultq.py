@@ -888,6 +888,15 @@ _CONTROL = {c: f"^{chr(c ^ 64)}" for c in (*range(32), 127) if c not in (9, 10, 
 """Control characters as caret notation (ESC as ^[), as `cat -v` shows them."""
 
 
+def inert(text: str) -> str:
+    """`text` with its control characters as caret notation, colours (SGR) left (see _Inert)."""
+    if _Inert._UNSAFE is None:
+        import re
+
+        _Inert._UNSAFE = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    return _Inert._UNSAFE.sub(lambda m: m.group(1) or m.group().translate(_CONTROL), text)
+
+
 class _Inert:
     """A terminal's stdout that prints a note's control characters as text: a note (a web
     clipping, a file someone sent) may hold escape sequences that would retitle or clear
@@ -898,13 +907,9 @@ class _Inert:
 
     def __init__(self, out):
         self._out = out
-        if _Inert._UNSAFE is None:
-            import re
-
-            _Inert._UNSAFE = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
     def write(self, text: str) -> int:
-        return self._out.write(self._UNSAFE.sub(lambda m: m.group(1) or m.group().translate(_CONTROL), text))
+        return self._out.write(inert(text))
 
     def __getattr__(self, name):
         return getattr(self._out, name)

@@ -13,7 +13,7 @@ from ..paths import read_head
 from ..store.index import CJK_RUN
 from ..store.state import changed_ns
 from . import context as ctx
-from .ranking import bigrams, note_filter
+from .ranking import bigrams, content_words, note_filter
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
 
@@ -117,6 +117,9 @@ class WorkingSet:
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
         matcher = Matcher(p.words, p.stems, p.parsed.phrases)
+        # a note's sections are weighed by the query's content words: `do` and `I` are rare in
+        # notes, and weighed by rarity they picked `Embed a PDF` for `how do I embed a note`
+        content = Matcher(*content_words(p.words, p.stems), p.parsed.phrases)
         runs = [set(bigrams(r)) for r in dict.fromkeys(CJK_RUN.findall(" ".join(p.parsed.words).lower()))]
         sections = []  # per hit: (score, note, lines, its sections best first)
         for score, note in ranked:
@@ -131,7 +134,7 @@ class WorkingSet:
                 if at is not None:
                     sections.append((score, note, lines, heads, [(at, at, at, None)]))
                 continue
-            secs = ctx.ranked_sections(lines, heads, matcher, start, limit=2) if matcher else []  # two rounds below
+            secs = ctx.ranked_sections(lines, heads, content, start, limit=2) if content else []  # two rounds below
             if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
                 # none of the words in it (semantic recall found it): the section nearest the query's meaning
                 first, last = ctx.section(lines, heads, max(near, start), start)
