@@ -320,6 +320,42 @@ def test_daemon_down_is_said_once_then_it_works_when_it_is_back(make_daemon, eva
     assert messages[-1].message == "vaultd: the daemon answers again"
 
 
+def test_a_file_outside_every_vault_is_left_alone_silently(evault, tmp_path, short_dir):
+    """Editors attach the server to every Markdown buffer: with two daemons running, a
+    project's README outside both vaults raised an error at every switch of buffer ("no
+    vaultd runs for this folder's vault, and 2 others do"). Now it gets no answer and no
+    message, and the vault's notes what they always had."""
+    from conftest import Daemon
+
+    run = short_dir / "run"
+    (run / "vaultd").mkdir(parents=True, mode=0o700)
+    run.chmod(0o700)
+    other = tmp_path / "other"
+    shutil.copytree(evault, other)
+    daemons = [Daemon(v, tmp_path / f"state-{i}", run / "vaultd" / f"{i}.sock").start()
+               for i, v in enumerate((evault, other))]
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "README.md").write_text("# Project\n\nSee [[Nowhere]] and [[Deep work#Rules]].\n")
+    readme = os.path.relpath(proj / "README.md", evault)
+
+    async def steps(s: Session):
+        s.open(readme)
+        outside = await s.diagnosed(readme, 1)
+        hover = await s.hover(readme, t.Position(line=2, character=8))
+        s.open(KOREAN)
+        inside = await s.diagnosed(KOREAN, 1)
+        return outside, hover, inside, list(s.messages)
+
+    try:
+        outside, hover, inside, messages = lsp(evault, steps, env={"XDG_RUNTIME_DIR": str(run)})
+    finally:
+        for d in daemons:
+            d.stop()
+    assert outside == [] and hover is None and messages == []
+    assert any(d.code == "broken" for d in inside)
+
+
 def test_documents_never_opened_on_disk_or_not(edaemon, evault):
     """A request about a document the client never opened: read from disk when it is there,
     nothing (null, not an internal error) when it is not, for every feature."""

@@ -23,7 +23,9 @@ offers another), converted from vaultd's character columns line by line, in time
 however long the line (see STEP). When the daemon is down every request answers nothing,
 the buffer's diagnostics are cleared (they were of a text that may be gone), and the client
 is told once, in words that say how to start it, until it answers again. A document the
-client has not opened is read from disk; one that is not there gets no answer (null).
+client has not opened is read from disk; one that is not there gets no answer (null). A
+file outside the vault (an editor may attach the server to every Markdown buffer) gets no
+answer and no diagnostics, and no error is shown for it.
 """
 
 from __future__ import annotations
@@ -327,7 +329,12 @@ class VaultServer(LanguageServer):
         return self.workspace.position_encoding or t.PositionEncodingKind.Utf16
 
     def down(self, e: Exception) -> None:
-        """Tell the user once that the daemon cannot be reached (until it answers again)."""
+        """Tell the user once that the daemon cannot be reached (until it answers again).
+        Not when daemons run and none serves the file's folder: a file outside every vault
+        (an editor attaches the server to every Markdown buffer) is left alone, silently."""
+        if getattr(e, "reason", None) == "several":
+            logger.info("%s", e)
+            return
         if not self._down_said:
             self._down_said = True
             self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=f"vaultd: {e}"))
@@ -348,6 +355,9 @@ class VaultServer(LanguageServer):
     def session(self, near: str | None):
         """A daemon session; None when the daemon is down (said once to the user). A
         connection lost midway is said too, and raised: the request fails."""
+        if near and not os.path.isdir(near) and self.outside(near):
+            yield None  # a file of no vault: nothing to say of it, and no error either
+            return
         # a daemon that serves several vaults (config `vaults`) is asked of the one holding `near`
         cm = self.daemon.session(near, self.vault_of(near) if near and self._several else None)
         try:
@@ -364,6 +374,12 @@ class VaultServer(LanguageServer):
             raise
         finally:
             cm.__exit__(None, None, None)
+
+    def outside(self, path: str) -> bool:
+        """Whether the file `path` lies outside the vault of the daemon that answers for it
+        (the only one running, asked for any folder)."""
+        vault = self.vault_of(path)
+        return vault is not None and not _inside(path, vault) and os.path.realpath(path) != os.path.realpath(vault)
 
     def vault_of(self, path: str) -> str | None:
         """The vault the daemon for `path` serves (asked once per folder)."""
