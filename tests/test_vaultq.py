@@ -195,6 +195,19 @@ def test_read_pin_hot_recent(daemon, sock):
     assert vaultq("--socket", sock, "pins").returncode == 1
 
 
+def test_a_whole_note_is_read_as_its_file_holds_it(daemon, sock):
+    """CRLF line ends and a BOM are the file's: `read` of a whole note gave them folded, and an
+    agent writing back what it read (or matching a piece of it for an edit) changed the file."""
+    g = daemon.status()["generation"]
+    raw = "\ufeff# Windows note\r\n\r\nline two\r\nline three\r\n"
+    (daemon.vault / "notes" / "crlf.md").write_bytes(raw.encode())
+    daemon.wait_generation(g)
+    whole = json.loads(vaultq("--socket", sock, "read", "notes/crlf.md", "--json").stdout)
+    assert whole["text"] == raw and whole["total_lines"] == 4
+    part = json.loads(vaultq("--socket", sock, "read", "notes/crlf.md", "--lines", "3:4", "--json").stdout)
+    assert part["text"] == "line two\nline three"  # lines, as search and grep number them
+
+
 def test_a_big_reply_is_read_in_about_its_length(daemon, sock):
     # 19.5 MB of note (under the 20 MB cap): the old reader searched and copied its whole
     # buffer at every 64 KB received (8 s for 39 MB); read in place it takes a fraction of a second

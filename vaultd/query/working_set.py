@@ -25,8 +25,8 @@ class WorkingSet:
              agent: bool = False) -> dict:
         """A note's text (all, a line range, or one heading's section), read from the file: of
         a file over the size cap, only what is indexed (`truncated`, and its lines so far).
-        The whole note is the file's text, final newline included; a range or section ends
-        at its last line's end.
+        The whole note is the file's text as it holds it (line ends, final newline); a range
+        or section is its lines, each ended by a newline but the last.
         A person's read counts towards HOT; an `agent`'s is counted apart."""
         path = self.find_note(name)
         note = self.notes[path]
@@ -52,9 +52,12 @@ class WorkingSet:
                                                                 if truncated else "") + ")")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
         self.state.touch(path, agent)
-        body = "\n".join(all_lines[first - 1 : last])
-        if lines is None and heading is None and text.endswith("\n") and not truncated:
-            body += "\n"  # the whole note is its file's text: its last newline kept (an agent may write it back)
+        if lines is None and heading is None and not truncated:
+            # the whole note is its file's text, as it holds it (CRLF line ends, a BOM, the last
+            # newline): an agent that writes it back, or edits a piece of it, changes nothing else
+            body = data.decode("utf-8", errors="replace")
+        else:
+            body = "\n".join(all_lines[first - 1 : last])
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
                 "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
