@@ -129,6 +129,8 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
                                   ("date", "search", {"query": "x", "after": "yesterday"}),
                                   ("one tag", "search", {"query": "boredom", "tag": "nope"}),
                                   ("a number as text", "search", {"query": "boredom", "limit": "1"}),
+                                  ("a range as text", "read", {"note": "Deep work", "lines": "7:8"}),
+                                  ("a line as text", "read", {"note": "Deep work", "lines": "7"}),
                                   ("no note", "backlinks", {"note": "no such thing"}),
                                   ("no tool", "split", {"note": "Deep work"})):
             r = await c.call_tool(name, args)
@@ -153,6 +155,10 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
     assert out["date"][0] and "after" in out["date"][1]
     assert not out["one tag"][0], out["one tag"]  # one value for a list: taken as a list of one
     assert not out["a number as text"][0] and "Deep work" in out["a number as text"][1], out["a number as text"]
+    deep = (v / "notes" / "Deep work.md").read_text().split("\n")
+    assert out["a range as text"] == (False, out["a range as text"][1]) and deep[6] in out["a range as text"][1] \
+        and deep[7] in out["a range as text"][1] and ":7" in out["a range as text"][1], out["a range as text"]
+    assert not out["a line as text"][0] and ":8" not in out["a line as text"][1], out["a line as text"]
     assert out["no note"] == (True, "no note matches 'no such thing' (give a vault path, a Denote identifier, "
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]

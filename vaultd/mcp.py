@@ -25,6 +25,7 @@ import os
 import re
 import typing
 from functools import cache
+from types import UnionType
 from urllib.parse import unquote, urlsplit
 
 import anyio
@@ -136,11 +137,17 @@ def _surrogate(v) -> bool:
     return isinstance(v, list) and any(map(_surrogate, v))
 
 
+_RANGE = re.compile(r"\s*(\d+)\s*(?:[:-]\s*(\d+)\s*)?")
+"""A line range given as one string: `2:5`, `2-5`, or `7` for one line."""
+
+
 @cache
 def _lists(op: str) -> frozenset[str]:
     """The fields of `op`'s request that take a list."""
-    def bare(t):
-        return bare(typing.get_args(t)[0]) if typing.get_origin(t) is typing.Annotated else t
+    def bare(t):  # Annotated[X, ...] and X | None are X
+        if typing.get_origin(t) in (typing.Annotated, typing.Union, UnionType):
+            return bare(next(a for a in typing.get_args(t) if a is not type(None)))
+        return t
     return frozenset(f.name for f in msgspec.structs.fields(REQUEST_TYPES[op]) if typing.get_origin(bare(f.type)) is list)
 
 
@@ -157,6 +164,9 @@ def request_args(op: str, arguments: dict | None) -> dict:
     for k in _lists(op) & args.keys() if op not in WRITES else ():  # "tag": "x" for ["x"]: agents often send
         if isinstance(args[k], str):  # one filter so (a write takes only what it says it takes)
             args[k] = [args[k]]
+    if isinstance(args.get("lines"), list) and len(args["lines"]) == 1 and isinstance(args["lines"][0], str) \
+            and (m := _RANGE.fullmatch(args["lines"][0])):  # "2:5", "2-5", "7" (vaultq's --lines, or one line)
+        args["lines"] = [int(m[1]), int(m[2] or m[1])]
     try:
         # a read takes "3" for 3 and "true" for true, as agents often send them; a write only what it says
         req = msgspec.convert(args, type=REQUEST_TYPES[op], strict=op in WRITES)
