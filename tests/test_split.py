@@ -321,6 +321,26 @@ def test_no_headings_or_one_huge_section_is_reported_and_left_alone(tmp_path):
         v.close()
 
 
+def test_a_note_over_by_its_opening_is_cut_in_two_not_refused(tmp_path):
+    """A note over the threshold by its front matter and opening, whose headed text fits in one
+    part (obsidian-help's Filters.md: 6 sections, 15.7 KB) was refused as "one section that
+    cannot be cut smaller"; it is cut in two, as evenly as its headings allow, nothing lost."""
+    sections = "".join(f"## Part {i}\n\n" + f"part {i} says this at length, word after word.\n" * 77 for i in range(4))
+    text = "---\ntags: [long]\n---\n" + "An opening that says a great deal before any heading.\n" * 30 + sections
+    assert len(text.encode()) > 15360 > len(sections.encode())
+    v = _vault(tmp_path, {"notes/Long.md": "# Long\n\nsmall\n"}, quiet=0)
+    try:
+        _grown(v, "notes/Long.md", text)
+        assert not v.split_candidates()["cannot"]
+        [plan] = v.auto_split()
+        parts = [p for p in (v.root / "notes").iterdir() if p.name != "Long.md"]
+        assert len(parts) == 2 and all(len(p.read_bytes()) < 15360 * 2 // 3 for p in parts)
+        kept = (v.root / "notes" / "Long.md").read_text() + "".join(p.read_text() for p in parts)
+        assert all(f"part {i} says this" in kept for i in range(4)) and kept.count("word after word") == 308
+    finally:
+        v.close()
+
+
 def test_a_note_being_edited_is_never_split(tmp_path):
     v = _vault(tmp_path, {"notes/Big.md": "# Big\n\nsmall\n"}, quiet=30)
     try:

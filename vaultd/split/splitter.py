@@ -334,9 +334,20 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if room > cfg.threshold // 2:
         raise SplitError(f"{note.path}: each part's title, tags and back link would take {room} bytes, "
                          f"more than half the {cfg.threshold}-byte threshold")
-    chunks, oversized = _sections(lines, heads, cfg.threshold - max(room, HEADER_ROOM // 4) - margin)
+    budget = cfg.threshold - max(room, HEADER_ROOM // 4) - margin
+    chunks, oversized = _sections(lines, heads, budget)
+    if len(chunks) == 1 and not oversized:
+        # all its headed text fits in one part (the note is over the threshold by its front
+        # matter and opening): that part would be the note again, over the threshold at its
+        # next edits; cut in two or three, as even as its headings allow
+        for smaller in (budget // 2, budget * 2 // 3):
+            if len((cut := _sections(lines, heads, smaller))[0]) >= 2 and not cut[1]:
+                chunks, oversized = cut
+                break
     if len(chunks) < 2:
-        raise SplitError(f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
+        raise SplitError(f"{note.path}: all of its headed text fits in one part, which cannot be cut smaller "
+                         "at its headings" if len(chunks) == 1 and not oversized else
+                         f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
     ids_taken, existing = names_taken or taken(graph)
     # Parts of a note with an identifier get their own, the free seconds after the note's:
     # the same note in the same vault splits alike on every machine (see part_ids)
