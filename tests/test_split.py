@@ -337,6 +337,11 @@ def test_a_note_over_by_its_opening_is_cut_in_two_not_refused(tmp_path):
         assert len(parts) == 2 and all(len(p.read_bytes()) < 15360 * 2 // 3 for p in parts)
         kept = (v.root / "notes" / "Long.md").read_text() + "".join(p.read_text() for p in parts)
         assert all(f"part {i} says this" in kept for i in range(4)) and kept.count("word after word") == 308
+        # over the threshold by its opening alone: no split at its headings brings it under
+        _grown(v, "notes/Preamble.md", "A preamble line, long enough to matter here.\n" * 400 + sections)
+        why = {c["path"]: c["why"] for c in v.split_candidates()["cannot"]}
+        assert "its opening (18000 bytes above its first heading) is over the threshold" in why["notes/Preamble.md"]
+        assert v.auto_split() == []
     finally:
         v.close()
 

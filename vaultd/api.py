@@ -77,7 +77,8 @@ class Search(Request, tag="search"):
                              "warm: never the archive; all: everything") = "auto"
     snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
     explain: _described(bool, "True: each hit with the parts of its score (lexical; semantic, its best "
-                               "section and the weight, with semantic recall on)") = False
+                               "section and the weight, with semantic recall on: null and 0 where "
+                               "the query's words all match, which then rank alone)") = False
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
                                                   "generation and nothing is pending") = None
     all_vaults: _described(bool, "Search every vault the daemon serves (config `vaults`): one list, each hit "

@@ -417,7 +417,8 @@ def parse(file, as_json, body):
     # a note's escape sequences, on a terminal, printed as text (as vaultq prints them)
     show = (lambda text="": click.echo(inert(text))) if sys.stdout.isatty() else click.echo
     if len(data) > cap:
-        show(f"note:     only its first {Index().max_file_mb} MB are read, as vaultd indexes it ([index] max_file_mb)")
+        show(f"note:     only its first {Index().max_file_mb} MB are read, as vaultd indexes it with the default "
+             "size cap ([index] max_file_mb)")
     show(f"title:    {note.title} ({note.title_from})")
     if h1 := first_h1(note):
         show(f"          {h1} (first H1, searched as a title)")

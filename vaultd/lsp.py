@@ -34,6 +34,7 @@ import asyncio
 import logging
 import os
 import re
+import time
 from bisect import bisect_right
 from contextlib import contextmanager
 from functools import lru_cache
@@ -147,6 +148,10 @@ class Buffer:
         the buffer's own headings and blocks: a graph of this one note."""
         g = Graph({self.rel: self.note})
         return g.resolve(self.note, link)
+
+
+ELSEWHERE_S = 10.0
+"""Seconds a folder no running daemon serves is taken to be of no vault before it is asked again."""
 
 
 def _inside(path: str, root: str) -> bool:
@@ -321,6 +326,7 @@ class VaultServer(LanguageServer):
         self._several = False  # the daemon serves several vaults: each request names the one asked of
         self._down_said = False
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._elsewhere: dict[str, float] = {}  # folder -> until when it is known to be of no vault
 
     # -- talking to the daemon, and saying once when it is down
 
@@ -376,10 +382,16 @@ class VaultServer(LanguageServer):
             cm.__exit__(None, None, None)
 
     def outside(self, path: str) -> bool:
-        """Whether the file `path` lies outside the vault of the daemon that answers for it
-        (the only one running, asked for any folder)."""
+        """Whether the file `path` lies outside every vault: outside the one of the daemon that
+        answers for it (the only one running, asked for any folder), or no daemon serves its
+        folder while several run (known for ELSEWHERE_S: an editor asks at every keystroke)."""
+        folder = os.path.dirname(path)
+        if self._elsewhere.get(folder, 0.0) > time.monotonic():
+            return True
         vault = self.vault_of(path)
-        return vault is not None and not _inside(path, vault) and os.path.realpath(path) != os.path.realpath(vault)
+        if vault is None:
+            return self._elsewhere.get(folder, 0.0) > time.monotonic()
+        return not _inside(path, vault) and os.path.realpath(path) != os.path.realpath(vault)
 
     def vault_of(self, path: str) -> str | None:
         """The vault the daemon for `path` serves (asked once per folder)."""
@@ -392,6 +404,8 @@ class VaultServer(LanguageServer):
                 self._several = len(pong.get("vaults", ())) > 1
                 self.up()
             except DaemonUnavailable as e:
+                if e.reason == "several":
+                    self._elsewhere[folder] = time.monotonic() + ELSEWHERE_S
                 self.down(e)
                 return None
             except RequestFailed:

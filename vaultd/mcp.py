@@ -164,8 +164,9 @@ def request_args(op: str, arguments: dict | None) -> dict:
     for k in _lists(op) & args.keys() if op not in WRITES else ():  # "tag": "x" for ["x"]: agents often send
         if isinstance(args[k], str):  # one filter so (a write takes only what it says it takes)
             args[k] = [args[k]]
-    if isinstance(args.get("lines"), list) and len(args["lines"]) == 1 and isinstance(args["lines"][0], str) \
-            and (m := _RANGE.fullmatch(args["lines"][0])):  # "2:5", "2-5", "7" (vaultq's --lines, or one line)
+    if isinstance(args.get("lines"), list) and len(args["lines"]) == 1 and isinstance(args["lines"][0], str):
+        if not (m := _RANGE.fullmatch(args["lines"][0])):  # "2:5" (as vaultq's --lines), "2-5", "7" (one line)
+            raise BadArguments(f'lines: expected [A, B], "A:B", "A-B" or "A", got {args["lines"][0]!r}')
         args["lines"] = [int(m[1]), int(m[2] or m[1])]
     try:
         # a read takes "3" for 3 and "true" for true, as agents often send them; a write only what it says

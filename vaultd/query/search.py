@@ -73,10 +73,12 @@ class Search:
             # where the words fall short; and when they find few notes, those nearest by their
             # vectors join them
             scfg = self.config.semantic
-            matched = bool(ranked) and (not shares or max(shares.values()) >= 1.0)  # a candidate holds every word
+            # a candidate holds every word (one word found holds it; words not counted, as with
+            # coverage_weight 0, are not known to be held)
+            matched = bool(ranked) and (max(shares.values()) >= 1.0 if shares else len(p.units) < 2)
             p.weight = scfg.cjk_weight if CJK_RUN.search(words) else scfg.matched_weight if matched else scfg.weight
-            if p.weight:  # 0: the words are trusted alone, and the query is not embedded
-                scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
+            scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
+            if p.weight or scan:  # neither: the words are trusted alone, and the query is not embedded
                 before = len(ranked)
                 ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
                 total += len(ranked) - before  # notes the vector scan added are matches too
@@ -118,8 +120,10 @@ class Search:
         tier), `coverage` (the share of the query's words it holds, null when not counted) and,
         with semantic recall on, `semantic` (the cosine of the note's best section to the query,
         null when the note has no vectors yet), `section` (that section's first line) and
-        `weight` (the cosine's share of the score: [semantic] weight, or matched_weight when a
-        candidate holds every word; the lexical score counts as a share of the best one's)."""
+        `weight` (the cosine's share of the score: [semantic] weight, cjk_weight for a
+        Hangul/Han/Kana query, matched_weight when a candidate holds every word; the lexical
+        score counts as a share of the best one's). A query whose words all match is not
+        embedded (matched_weight 0): `semantic` is null for every hit, `weight` 0."""
         coverage = p.shares.get(path)
         if path not in p.parts:
             return {"lexical": score, "coverage": coverage, "semantic": None, "section": None, "weight": 0.0}
