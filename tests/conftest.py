@@ -119,6 +119,29 @@ def children(pid: int) -> list[int]:
     return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := proc_stat(int(d))) and st[1] == str(pid)]
 
 
+def on_a_terminal(args: list[str], timeout: float = 30) -> tuple[int, bytes]:
+    """Run `args` with a pseudo-terminal as its stdout (stderr dropped): its exit code and
+    what it printed there."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.run(args, stdout=slave, stderr=subprocess.DEVNULL, timeout=timeout)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the other end is closed and drained
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    return p.returncode, out
+
+
 class Daemon:
     """A real `vaultd run` subprocess and a line-protocol connection to it."""
 

@@ -148,9 +148,10 @@ def test_vaultd_parse_reads_a_file_as_the_daemon_does(tmp_path):
     """`vaultd parse` on what is no note (a FIFO hung it, /dev/zero took 3 GB) says so; on a
     terminal a title's escape sequences are printed as text, as vaultq prints them."""
     import os
-    import pty
     import subprocess
     import sys
+
+    from conftest import on_a_terminal
 
     fifo = tmp_path / "pipe.md"
     os.mkfifo(fifo)
@@ -160,22 +161,8 @@ def test_vaultd_parse_reads_a_file_as_the_daemon_does(tmp_path):
         assert r.returncode == 1 and "is not a regular file" in r.stderr, r
     f = tmp_path / "clip.md"
     f.write_text('---\ntitle: "Evil \\u001b]0;pwned\\u0007 title"\n---\nbody\n')
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], stdout=slave, timeout=30)
-        os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the other end is closed and drained
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
-    assert p.returncode == 0 and b"Evil ^[]0;pwned^G title" in out and b"\x1b" not in out
+    code, out = on_a_terminal([sys.executable, "-m", "vaultd", "parse", str(f)])
+    assert code == 0 and b"Evil ^[]0;pwned^G title" in out and b"\x1b" not in out
     piped = subprocess.run([sys.executable, "-m", "vaultd", "parse", str(f)], capture_output=True, text=True)
     assert "Evil \x1b]0;pwned\x07 title" in piped.stdout  # a pipe gets the title as it is
 

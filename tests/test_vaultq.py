@@ -317,28 +317,13 @@ def test_a_notes_escape_sequences_reach_a_terminal_as_text(daemon, sock):
     """A note may hold terminal escapes (a clipping: OSC 52 sets the clipboard, others
     retitle or clear the terminal): on a terminal vaultq prints them as ^[...; a pipe and
     --json get the note's characters as they are."""
-    import pty
+    from conftest import on_a_terminal
 
     g = daemon.status()["generation"]
     (daemon.vault / "notes" / "clip.md").write_text("# Clip\n\nokapi \x1b]52;c;cHduZWQ=\x07 and \x1b[2J\x9b31m\n")
     daemon.wait_generation(g)
-    master, slave = pty.openpty()
-    try:
-        p = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "search", "okapi"],
-                           stdout=slave, stderr=subprocess.DEVNULL, timeout=30)
-        os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the other end is closed and drained
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
-    assert p.returncode == 0
+    code, out = on_a_terminal([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "search", "okapi"])
+    assert code == 0
     assert b" ^[]52;c;cHduZWQ=^G and ^[[2J\\x9b31m" in out and b"\x1b]" not in out and b"\x1b[2J" not in out
     assert b"\x1b[1;31mokapi\x1b[0m" in out  # vaultq's own colours (SGR) pass
     piped = vaultq("--socket", sock, "search", "okapi")
