@@ -162,6 +162,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
     assert out["no note"] == (True, "no note matches 'no such thing' (give a vault path, a Denote identifier, "
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]
+    assert "status (and remember, while the daemon's capture is on)" in out["no tool"][1]  # capture is off here
     assert out["resource"][0] == (v / "notes" / "Deep work.md").as_uri()
     assert out["resource"][1] == (v / "notes" / "Deep work.md").read_text(), "the note as its file holds it"
     assert out["template"] == "file://{+path}"

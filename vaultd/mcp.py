@@ -338,7 +338,8 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
     model can act on (bad arguments, no such note, the daemon down and how to start it).
     `client`: the MCP client's name, the source of what it remembers unless it says one."""
     if op not in TOOLS:
-        return _error(f"unknown tool {op!r}: the tools are {', '.join(TOOLS)}")
+        return _error(f"unknown tool {op!r}: the tools are {', '.join(t for t in TOOLS if t != 'remember')} "
+                      "(and remember, while the daemon's capture is on)")
     try:
         args = request_args(op, arguments)
     except BadArguments as e:
