@@ -122,3 +122,24 @@ def test_split_mode_flag_over_environment_over_file(tmp_path, monkeypatch):
     out = subprocess.run([sys.executable, "-m", "vaultd", "check", "--vault", str(tmp_path / "v"), "--split", "propose"],
                          capture_output=True, text=True)
     assert "split:     propose: vaultd never writes into the vault on its own" in out.stdout
+
+
+def test_vaultd_check_from_inside_a_vault_it_knows_checks_that_vault(tmp_path):
+    """vaultq finds the vault around the current folder; `vaultd check` said "no vault given"
+    there. From inside a vault vaultd has indexed, it checks that vault."""
+    import os
+    import subprocess
+    import sys
+
+    v = tmp_path / "v"
+    (v / "notes").mkdir(parents=True)
+    (v / "notes" / "a.md").write_text("# A\n")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "no-config")}
+    subprocess.run([sys.executable, "-m", "vaultd", "index", "--vault", str(v)], capture_output=True, env=env,
+                   check=True, timeout=60)
+    out = subprocess.run([sys.executable, "-m", "vaultd", "check"], capture_output=True, text=True,
+                         cwd=v / "notes", env=env, timeout=60)
+    assert "no vault given" not in out.stderr and f"vault:     {v}" in out.stdout, (out.stdout, out.stderr)
+    elsewhere = subprocess.run([sys.executable, "-m", "vaultd", "check"], capture_output=True, text=True,
+                               cwd=tmp_path, env=env, timeout=60)
+    assert elsewhere.returncode != 0 and "no vault given" in elsewhere.stderr

@@ -157,6 +157,12 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     import json
     import socket as so
 
+    from .paths import known_vault
+
+    if not vault and not os.environ.get("VAULTD_VAULT"):
+        given = Config.from_file(Path(config_path) if config_path else default_config_path())
+        if not (given.vault or given.vaults) and (around := known_vault(Path.cwd())) is not None:
+            vault = str(around)  # asked from inside a vault vaultd knows, as vaultq finds it
     loaded = load_configs(config_path, missing_ok=True, vault=vault, state_dir=state_dir, log_level=log_level,
                           socket=socket, split=split)
     cfg = loaded[0]

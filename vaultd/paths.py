@@ -128,7 +128,7 @@ def pick_socket(socket: str | None = None, vault: str | None = None, cwd: str | 
             (list(served) if len(served) == 1 else [])
         if len(named) == 1:
             return str(named[0])
-    own_vault = folder or _known_vault(here)
+    own_vault = folder or known_vault(here)
     running = "".join(f"\n  {s}" + (f" (serves {', '.join(r)})" if r else "") for s, r in served.items())
     if own_vault is not None:
         where = vault_socket(own_vault) if own_vault.is_dir() else default_socket(own_vault)
@@ -171,7 +171,7 @@ def _served(sock: Path) -> list[str] | None:
             return []
 
 
-def _known_vault(here: Path) -> Path | None:
+def known_vault(here: Path) -> Path | None:
     """The folder around `here` that vaultd knows as a vault: one with its split journal
     (`.vaultd/`), or an index in the default state folder; else None."""
     state = xdg_dir("XDG_STATE_HOME", ".local/state") / "vaultd"
