@@ -324,8 +324,12 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     tags = file_tags(note, data)
 
     def header(head: str, ident: str | None, new_uuid: str | None) -> bytes:
-        return _part_header(org, plain(head) or "part", note, ident, new_uuid, dn.id if unique_id else None, stem,
-                            title, markdown, settings, tags).replace(b"\n", nl)
+        # a part's title names its note too, as its file name does ("Deep work - Rules": a
+        # search hit or a link titled "Rules", or "Introduction", said nothing of where it is
+        # from); a Denote part's title is its heading, as its file name's title part is
+        named = plain(head) or "part"
+        return _part_header(org, named if dn else f"{title} - {named}", note, ident, new_uuid,
+                            dn.id if unique_id else None, stem, title, markdown, settings, tags).replace(b"\n", nl)
 
     # Room for the biggest header a part can get (many tags, a long heading): no part is over
     # the threshold but a section that cannot be cut, so no part is ever split again for it
