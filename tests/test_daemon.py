@@ -420,7 +420,13 @@ def test_vaultd_check(daemon, tmp_path):
     r = subprocess.run(args + ["--socket", str(daemon.socket)], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "vault:" in r.stdout and "(4 notes)" in r.stdout and "index:" in r.stdout and ": ok" in r.stdout
-    assert f"daemon:    running, pid {daemon.proc.pid}" in r.stdout
+    assert f"daemon:    running, pid {daemon.proc.pid}" in r.stdout and "with problems" not in r.stdout
+    g = daemon.status()["generation"]
+    (daemon.vault / "bad.md").write_text("---\ntitle: [unclosed\n---\nbody\n")  # front matter it cannot read
+    daemon.wait_generation(g)
+    r = subprocess.run(args + ["--socket", str(daemon.socket)], capture_output=True, text=True, timeout=30)
+    assert "1 note with problems (`vaultq problems` lists them and why)" in r.stdout, r.stdout
+    (daemon.vault / "bad.md").unlink()
     r = subprocess.run(args + ["--socket", str(tmp_path / "none.sock")], capture_output=True, text=True, timeout=30)
     assert r.returncode == 1 and "not running" in r.stdout
     r = subprocess.run(args + ["--socket", str(daemon.socket), "--split", "off"], capture_output=True, text=True,

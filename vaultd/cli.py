@@ -244,6 +244,9 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             f"{st['broken']} broken links"
         click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, {broken}"
                    + (" (first index being built)" if st.get("indexing") else ""))
+        if st.get("problems"):  # notes read in part or not at all: bad front matter, bytes, unreadable files
+            n = st["problems"]
+            click.echo(f"           {n} note{'s' if n != 1 else ''} with problems (`vaultq problems` lists them and why)")
         if failed and nxt == failed:  # it failed before, and runs now (started again by its socket or by hand)
             click.echo("           running again after the failure the unit shows (its log says why)")
             nxt = None
