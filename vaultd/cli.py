@@ -407,13 +407,14 @@ def parse(file, as_json, body):
     from .vaultq import inert
 
     p = Path(file)
+    cap_mb = Index().max_file_mb
+    cap = cap_mb << 20
     try:  # as the daemon reads a note: a regular file (a FIFO or a device is not one), to the size cap
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with open(fd, "rb") as f:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise click.ClickException(f"{file} is not a regular file: vaultd reads only files as notes")
-            cap = Index().max_file_mb << 20
             data = f.read(cap + 1)
     except OSError as e:
         raise click.ClickException(f"{file} cannot be read: {e.strerror or e}") from None
@@ -426,7 +427,7 @@ def parse(file, as_json, body):
     # a note's escape sequences, on a terminal, printed as text (as vaultq prints them)
     show = (lambda text="": click.echo(inert(text))) if sys.stdout.isatty() else click.echo
     if len(data) > cap:
-        show(f"note:     only its first {Index().max_file_mb} MB are read, as vaultd indexes it with the default "
+        show(f"note:     only its first {cap_mb} MB are read, as vaultd indexes it with the default "
              "size cap ([index] max_file_mb)")
     show(f"title:    {note.title} ({note.title_from})")
     if h1 := first_h1(note):

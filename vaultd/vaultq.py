@@ -888,13 +888,19 @@ _CONTROL = {c: f"^{chr(c ^ 64)}" for c in (*range(32), 127) if c not in (9, 10, 
 """Control characters as caret notation (ESC as ^[), as `cat -v` shows them."""
 
 
+_UNSAFE = None
+"""Control characters, less colours (SGR), as a pattern: compiled when first needed (`re` is not
+imported at vaultq's start)."""
+
+
 def inert(text: str) -> str:
     """`text` with its control characters as caret notation, colours (SGR) left (see _Inert)."""
-    if _Inert._UNSAFE is None:
+    global _UNSAFE
+    if _UNSAFE is None:
         import re
 
-        _Inert._UNSAFE = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-    return _Inert._UNSAFE.sub(lambda m: m.group(1) or m.group().translate(_CONTROL), text)
+        _UNSAFE = re.compile("(\x1b\\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    return _UNSAFE.sub(lambda m: m.group(1) or m.group().translate(_CONTROL), text)
 
 
 class _Inert:
@@ -902,8 +908,6 @@ class _Inert:
     clipping, a file someone sent) may hold escape sequences that would retitle or clear
     the terminal, move its cursor or set the clipboard (OSC 52). Colours alone (SGR, ours
     among them) pass, as `less -R` lets them. Pipes and --json get the characters as they are."""
-
-    _UNSAFE = None
 
     def __init__(self, out):
         self._out = out

@@ -52,6 +52,12 @@ _STOP = set(_EN.analyze(
 pair of neighbours (`top of a note` pairs `top` with `note`) and are not needed for a note to
 hold all of the query. The index keeps them: `"to be or not to be"` still finds its line."""
 _STOP_WEIGHT = 0.25
+_WORD = re.compile(r"\w+")
+_TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
+_FIELDS = ("title", "headings", "folders", "body")
+_SYMBOL = re.compile(r"\w+(?:[-_./]\w+)+")
+"""A word joined by -, _, . or / (denote-link-description, foo_bar, a.b.c, org/roam): a name
+from code, a config or a path, matched whole before its parts (see _Builder.symbol)."""
 
 
 def content_words(words: list[str], stems: list[str]) -> tuple[list[str], list[str]]:
@@ -59,12 +65,6 @@ def content_words(words: list[str], stems: list[str]) -> tuple[list[str], list[s
     note`: `embed`, `note`); all of them when it holds nothing else (`to be or not to be`)."""
     keep = [w for w in words if (a := _EN.analyze(w)) and a[0] not in _STOP or CJK_RUN.search(w)]
     return (keep, [s for s in stems if s not in _STOP]) if keep else (words, stems)
-_WORD = re.compile(r"\w+")
-_TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
-_FIELDS = ("title", "headings", "folders", "body")
-_SYMBOL = re.compile(r"\w+(?:[-_./]\w+)+")
-"""A word joined by -, _, . or / (denote-link-description, foo_bar, a.b.c, org/roam): a name
-from code, a config or a path, matched whole before its parts (see _Builder.symbol)."""
 
 
 @dataclass

@@ -338,20 +338,20 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     if room > cfg.threshold // 2:
         raise SplitError(f"{note.path}: each part's title, tags and back link would take {room} bytes, "
                          f"more than half the {cfg.threshold}-byte threshold")
-    opening = sum(map(len, lines[:first_head]))
+    at = [0, *itertools.accumulate(map(len, lines))]  # bytes before each line
+    opening = at[first_head]
     if opening >= cfg.threshold:  # what is above the first heading stays in the note: it would stay over
         raise SplitError(f"{note.path}: its opening ({opening} bytes above its first heading) is over the threshold "
                          "and cannot be cut smaller at its headings")
     budget = cfg.threshold - max(room, HEADER_ROOM // 4) - margin
-    chunks, oversized = _sections(lines, heads, budget)
+    chunks, oversized = _sections(lines, heads, budget, at=at)
     if len(chunks) == 1 and not oversized:
         # all its headed text fits in one part (the note is over the threshold by its front
         # matter and opening): that part would be the note again, over the threshold at its
         # next edits; cut smaller, into parts as even as its headings allow (each still
         # within the budget: a section the smaller cut cannot cut is a part of its own)
-        at = [0, *itertools.accumulate(map(len, lines))]
         for smaller in (budget // 2, budget * 2 // 3):
-            cut, _ = _sections(lines, heads, smaller)
+            cut, _ = _sections(lines, heads, smaller, at=at)
             if len(cut) >= 2 and all(at[min(b, len(lines))] - at[a] <= budget for a, b, _ in cut):
                 chunks = cut
                 break
