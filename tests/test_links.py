@@ -145,3 +145,17 @@ def test_notes_without_code_read_only_some_lines_and_give_the_same(lines, org):
     from vaultd.parse.links import extract
 
     assert extract(lines, 1, org, code=False) == extract(lines, 1, org, code=True)
+
+
+def test_each_link_knows_where_its_line_begins_in_the_file():
+    data = "---\ntitle: 제목\n---\n한국어 첫 줄\n\n앞 [[A]] 뒤 [[B]]\n\tsee [x](x.md)".encode()
+    got = {(l.line, l.target): l.at for l in parse_file("a.md", data).links}
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    assert got == {(6, "A"): starts[5], (6, "B"): starts[5], (7, "x.md"): starts[6]}
+    assert data[starts[5]:].startswith("앞 [[A]]".encode())
+    # Org, a BOM and bad bytes before: offsets are the file's bytes, not the decoded text's
+    org = b"\xef\xbb\xbf#+title: t\n\xff\xfe bad\n* H\n[[file:b.org][b]]"
+    [link] = parse_file("n.org", org).links
+    assert org[link.at:].startswith(b"[[file:b.org]")
+    # a CR ends a line as the parser reads it, not as the bytes are counted: no offset
+    assert [l.at for l in parse_file("c.md", b"one\r\ntwo\r[[A]]\n[[B]]").links] == [-1, -1]

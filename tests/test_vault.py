@@ -336,3 +336,23 @@ def test_big_blocks_stay_out_of_the_heap_whose_holes_are_never_given_back(tmp_pa
     assert out.returncode == 0, out.stderr
     grown, mapped = out.stdout.split()
     assert int(grown) < 1 << 20 and mapped == "True"
+
+
+def test_a_backlinks_line_is_read_from_where_it_begins_and_by_number_once_the_file_moved_on(v, vault):
+    src = vault / "notes" / "hub.md"
+    lines = [f"줄 {i} 가나다 filler text" for i in range(3000)]
+    lines[2500] = "깊은 곳 [[Deep work]] 끝"
+    src.write_text("\n".join(lines) + "\n")
+    crlf = vault / "notes" / "crlf.md"
+    crlf.write_bytes(b"a\r\nb\rc [[Deep work]] d\r\n")
+    v.apply(["notes/hub.md", "notes/crlf.md"])
+    by = {b["path"]: b for b in v.backlinks("Deep work")["backlinks"]}
+    assert (by["notes/hub.md"]["line"], by["notes/hub.md"]["text"]) == (2501, "깊은 곳 [[Deep work]] 끝")
+    assert by["notes/hub.md"]["byte_col"] == len("깊은 곳 ".encode()) + 1 and "at" not in by["notes/hub.md"]
+    assert (by["notes/crlf.md"]["line"], by["notes/crlf.md"]["text"]) == (3, "c [[Deep work]] d")
+    # edited but not yet re-read: the stored offset is no longer a line's start, so line 2501 is read by number
+    src.write_text("x" + "\n".join(lines) + "\n")
+    assert {b["path"]: b["text"] for b in v.backlinks("Deep work")["backlinks"]}["notes/hub.md"] == "깊은 곳 [[Deep work]] 끝"
+    # a line cut short: its start still read, never a neighbour's text
+    src.write_text("\n".join(lines[:2500]) + "\n깊은")
+    assert {b["path"]: b["text"] for b in v.backlinks("Deep work")["backlinks"]}["notes/hub.md"] == "깊은"

@@ -258,6 +258,29 @@ def read_head(root: str, rel: str, cap: int) -> tuple[bytes, int]:
 BLOCK = 1 << 16
 """Bytes read at a time when only a file's first lines are wanted."""
 
+LINE = 1 << 12
+"""Bytes read first for one line, from where it begins: most lines fit."""
+
+
+def read_at(root: str, rel: str, starts: list[int], cap: int) -> dict[int, bytes] | None:
+    """The lines of the vault's file `rel` that begin at the byte offsets `starts` (each
+    without its LF; a line is cut at the size cap `cap`), read from there alone; None when
+    one of them no longer begins a line (the file changed since)."""
+    out = {}
+    with open(open_note(root, rel), "rb", buffering=0) as f:
+        fd = f.fileno()
+        for at in starts:
+            if at >= cap or (at and os.pread(fd, 1, at - 1) != b"\n"):
+                return None
+            line, size = b"", LINE
+            while (end := line.find(b"\n")) < 0 and at + len(line) < cap:
+                block = os.pread(fd, min(size, cap - at - len(line)), at + len(line))
+                if not block:
+                    break
+                line, size = line + block, BLOCK
+            out[at] = line[:end] if end >= 0 else line
+    return out
+
 
 def read_lines(root: str, rel: str, cap: int, lines: int) -> bytes:
     """As read_head, but reading stops once the file's first `lines` lines are in (the bytes

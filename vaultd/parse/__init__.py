@@ -7,8 +7,9 @@ A file that cannot be parsed fully is indexed as far as it goes and carries a
 from __future__ import annotations
 
 import hashlib
+from itertools import accumulate
 
-from ..note import ID_ANCHOR, Block, Note
+from ..note import ID_ANCHOR, Block, Link, Note
 from . import markdown, org
 from .links import extract
 from .common import dedupe, part_header
@@ -56,6 +57,14 @@ def _stem_suffix(path: str) -> tuple[str, str]:
     name = next((part for part in reversed(path.split("/")) if part not in ("", ".")), "")
     i = name.rfind(".")
     return (name[:i], name[i:]) if 0 < i < len(name) - 1 else (name, "")
+
+
+def _line_offsets(data: bytes, links: list[Link]) -> None:
+    """Give each link the byte offset of its line in `data` (see Link.at)."""
+    lines = data.split(b"\n", max(link.line for link in links) - 1)
+    sums = list(accumulate(map(len, lines), initial=0))  # line k starts after k-1 lines and their k-1 LFs
+    for link in links:
+        link.at = sums[link.line - 1] + link.line - 1
 
 
 def parse_file(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: int = 0) -> Note:
@@ -122,6 +131,8 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         # Front matter lines are blanked, not dropped, so body lines stay file lines.
         body[: f.fm_lines] = [""] * f.fm_lines
         header = f.part_header
+    if note.links and b"\r" not in data:  # a CR ends a line as decode reads it: no offsets then
+        _line_offsets(data, note.links)
     if header >= 0:
         body[header] = ""  # a split part's back-link to its hub: its link counts, its hub's title is no text of its
 

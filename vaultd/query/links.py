@@ -13,7 +13,7 @@ from ..errors import AmbiguousNote, NoLink, NoteNotFound, QueryError, StillIndex
 from ..note import Note, headings_of
 from ..parse import decode
 from ..parse.links import links_in
-from ..paths import read_lines
+from ..paths import read_at, read_lines
 from ..store.graph import Graph, Resolved
 
 
@@ -144,7 +144,7 @@ class LinkGraph:
 
 def _link_json(r: Resolved) -> dict:
     ln = r.link
-    d = {"line": ln.line, "col": ln.col, "raw": ln.raw, "kind": ln.kind, "target": ln.target, "anchor": ln.anchor,
+    d = {"line": ln.line, "at": ln.at, "col": ln.col, "raw": ln.raw, "kind": ln.kind, "target": ln.target, "anchor": ln.anchor,
          "resolved": r.target, "resolved_line": r.line, "broken": r.broken}
     if r.candidates:
         d["candidates"] = r.candidates
@@ -160,28 +160,24 @@ MAX_TEXT = 1000
 
 def _add_context(root: Path, items: list[dict], cap: int) -> None:
     """Give each item the text of the line it stands on and its `byte_col` (its `col` is in
-    characters), read from its file. Only the lines wanted are read and decoded, and the
-    file split only as far as the last of them: a hub note's backlinks come from hundreds of
-    files, decoding them whole took 0.6 ms each at seed scale. Never past the size cap
-    `cap`: a link is indexed only there."""
+    characters), read from its file: from where the line begins (its `at`, dropped here),
+    else by reading the file as far as the line. Only the lines wanted are read and decoded:
+    a hub note's backlinks come from hundreds of files, and at seed scale reading each as far
+    as its link took 1.3 ms a file. Never past the size cap `cap`: a link is indexed only
+    there."""
     by_path: dict[str, list[dict]] = {}
     for it in items:
         by_path.setdefault(it["path"], []).append(it)
     for path, its in by_path.items():
-        upto = max(it["line"] for it in its)
-        try:
-            data = read_lines(str(root), path, cap, upto)
-        except OSError:
-            data = b""
-        if b"\r" in data:  # a lone CR ends a line too (see decode): the slow way
-            lines = decode(data)[0].split("\n", upto)
-        else:
-            lines = data.split(b"\n", upto)
+        lines = _lines_at(root, path, its, cap)
+        if lines is None:
+            lines = _first_lines(root, path, max(it["line"] for it in its), cap)
         on_line: dict[int, list[dict]] = {}
         for it in its:
+            del it["at"]
             on_line.setdefault(it["line"], []).append(it)
         for n, here in on_line.items():  # each line decoded once, however many links it holds
-            line = lines[n - 1] if 0 < n <= len(lines) else ""
+            line = lines.get(n, "")
             if isinstance(line, bytes):  # as decode() reads it: bad bytes replaced, the file's BOM dropped, NULs blanked
                 line = line.decode("utf-8", "replace").replace("\x00", " ")
                 line = line.removeprefix("\ufeff") if n == 1 else line
@@ -193,3 +189,29 @@ def _add_context(root: Path, items: list[dict], cap: int) -> None:
                 it["byte_col"] = byte + 1
                 start = max(0, col - 1 - MAX_TEXT // 4) if len(line) > MAX_TEXT else 0
                 it["text"] = line[start : start + MAX_TEXT]  # a long line: the part around the link
+
+
+def _lines_at(root: Path, path: str, its: list[dict], cap: int) -> dict[int, bytes] | None:
+    """{line number: its bytes} of the items' lines, read from where each begins; None when
+    one's start is not known or no longer begins a line."""
+    starts = {it["at"]: it["line"] for it in its}
+    if -1 in starts:
+        return None
+    try:
+        got = read_at(str(root), path, list(starts), cap)
+    except OSError:
+        return {}
+    return None if got is None else {starts[at]: line for at, line in got.items()}
+
+
+def _first_lines(root: Path, path: str, upto: int, cap: int) -> dict[int, bytes | str]:
+    """{line number: its text} of the file's first `upto` lines, read and split only so far."""
+    try:
+        data = read_lines(str(root), path, cap, upto)
+    except OSError:
+        data = b""
+    if b"\r" in data:  # a lone CR ends a line too (see decode): the slow way
+        lines = decode(data)[0].split("\n", upto)
+    else:
+        lines = data.split(b"\n", upto)
+    return dict(enumerate(lines[:upto], 1))

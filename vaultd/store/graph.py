@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from ..note import ID_ANCHOR, Link, Note, headings_of, links_of
+from ..note import ID_ANCHOR, Link, Note, headings_of, links_at, links_of
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(
@@ -904,8 +904,8 @@ class Graph:
         for src in sources:
             hits = pick(self._out[src])
             if hits:
-                links = links_of(self.notes[src])
-                out += [(src, Resolved(links[i], d)) for i, d in hits]
+                links = links_at(self.notes[src], [i for i, _ in hits])
+                out += [(src, Resolved(link, d)) for link, (_, d) in zip(links, hits)]
         return out
 
     def count(self) -> tuple[int, int]:

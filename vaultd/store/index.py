@@ -39,7 +39,7 @@ from ..note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14  # 14: links carry their line's byte offset (Link.at)
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 from ..render import CJK as _CJK  # noqa: E402  (one definition: the token estimate counts the same characters)
