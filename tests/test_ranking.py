@@ -130,3 +130,38 @@ def test_a_korean_folder_name_finds_its_notes(questions):
     """Folder names are a field (path_boost) in Korean as in English: `회의록` (minutes) is only
     the folder's name."""
     assert _paths(questions, "회의록") == ["회의록/2025-03-02.md"]
+
+
+@pytest.fixture(scope="module")
+def coverage_vault(tmp_path_factory):
+    """Notes that say one of three words over and over (a high score on one word) and notes
+    that hold all three once or twice: which rank first is decided by the share of the
+    words each holds, not by the score alone."""
+    root = tmp_path_factory.mktemp("cover") / "vault"
+    root.mkdir()
+    rnd = random.Random(7)
+    filler = "the of notes and a to in is for with on that this by file".split()
+    for i in range(60):
+        words = [rnd.choice(filler) for _ in range(120)]
+        held = ["alpha", "beta", "gamma"] if i % 6 == 0 else [rnd.choice(["alpha", "beta", "gamma"])]
+        for w in held:
+            for _ in range(1 if len(held) > 1 else rnd.randint(5, 25)):
+                words.insert(rnd.randrange(len(words)), w)
+        (root / f"n{i:02d}.md").write_text(" ".join(words) + "\n")
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("q", ["alpha beta gamma", "alpha beta", "gamma alpha", "beta gamma notes"])
+def test_the_top_hits_are_those_every_candidate_s_share_of_the_words_gives(coverage_vault, q):
+    # asked for 50, every candidate's share of the words is worked out; asked for fewer, only
+    # those of the candidates that can still reach the top: the same notes, in the same order
+    every = coverage_vault.search(q, 50, explain=True)["hits"]
+    assert all(h["explain"]["coverage"] is not None for h in every)
+    for n in (1, 3, 5):
+        few = coverage_vault.search(q, n, explain=True)["hits"]
+        assert [(h["path"], h["score"]) for h in few] == [(h["path"], h["score"]) for h in every[:n]]
+    if q == "alpha beta gamma":  # the notes holding all three, each once, first
+        assert {h["path"] for h in every[:10]} == {f"n{i:02d}.md" for i in range(0, 60, 6)}

@@ -3,6 +3,7 @@ tiers and link anchors, and each hit given its best lines. Part of the Vault (se
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -17,6 +18,10 @@ from ..store.index import CJK_RUN, note_epoch
 from .ranking import Plan, Vocabulary, blend, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import is_cold
+
+
+COVER_MARGIN = 10
+"""Candidates whose share of the words is asked for at first, past the `limit` wanted."""
 
 
 class Search:
@@ -47,8 +52,9 @@ class Search:
         p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
-        total, found, shares = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
-                                                 p.units if cfg.coverage_weight else ())
+        total, found, cover = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
+                                                p.units if cfg.coverage_weight else ())
+        indexed = len(found)  # the index's candidates; anchor text may add more
         now = time.time()
         tiers = self.config.tiers
         graph = self.graph
@@ -62,11 +68,31 @@ class Search:
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
         exact = cfg.exact_title_weight and _name(" ".join(w for w in (*p.parsed.words, *p.parsed.phrases)
                                                           if ":" not in w))
-        ranked = sorted(((blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0),
-                                shares.get(n.path) if shares else None)
-                          * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1), n)
-                         for score, n in found), key=lambda t: (-t[0], t[1].path))
-        p.shares = shares or {}
+
+        def final(score: float, n: Note, share: float | None) -> float:
+            return (blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0), share)
+                    * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1))
+
+        scores = [final(score, n, None) for score, n in found]  # the most each can score: a share only lowers it
+        shares: dict[str, float] = {}
+        if cover is not None:
+            # semantic recall weighs every candidate's share; else only those that can still
+            # reach the top `limit` (kept, where COLD is left out) need theirs
+            keep = (lambda n: True) if scope == "all" else (lambda n: not is_cold(n.path, tiers))
+            want = indexed if self.semantic is not None else limit
+            order = sorted(range(indexed), key=scores.__getitem__, reverse=True)
+            todo, done = order[: want + COVER_MARGIN], set()
+            while todo:
+                shares.update(cover(todo))
+                done.update(todo)
+                for i in todo:
+                    scores[i] = final(found[i][0], found[i][1], shares.get(found[i][1].path, 0.0))
+                settled = sorted((scores[i] for i in range(len(found)) if (i in done or i >= indexed) and keep(found[i][1])),
+                                 reverse=True)
+                least = settled[want - 1] if len(settled) >= want else -math.inf
+                todo = [i for i in order if i not in done and scores[i] >= least]
+        ranked = sorted(zip(scores, (n for _, n in found)), key=lambda t: (-t[0], t[1].path))
+        p.shares = shares
         sem = self.semantic
         if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
             # the best section's closeness to the words, fused into the top candidates' scores
@@ -75,7 +101,7 @@ class Search:
             scfg = self.config.semantic
             # a candidate holds every word (one word found holds it; words not counted, as with
             # coverage_weight 0, are not known to be held)
-            matched = bool(ranked) and (max(shares.values()) >= 1.0 if shares else len(p.units) < 2)
+            matched = bool(ranked) and (max(shares.values()) >= 1.0 if cover is not None else len(p.units) < 2)
             p.weight = scfg.cjk_weight if CJK_RUN.search(words) else scfg.matched_weight if matched else scfg.weight
             scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
             if p.weight or scan:  # neither: the words are trusted alone, and the query is not embedded
