@@ -11,6 +11,7 @@ from vaultd.config import Config
 from vaultd.store.index import _HOLDER, CJK_RUN, fields, split_cjk, split_cjk_lines
 from vaultd.parse import decode, parse_file, parse_lines
 from vaultd.query import ranking
+from vaultd.store import index
 from vaultd.query.ranking import parse
 from vaultd.vault import Vault
 
@@ -75,6 +76,36 @@ def test_phrase_scored_or_filtering(tmp_path, monkeypatch, filters):
         assert {h["path"] for h in res["hits"]} == {"a.md", "b.md"} and res["total"] == 2
         assert {h["path"] for h in vlt.search('red -"red fox"')["hits"]} == {"c.md", "d.md"}
         assert {h["path"] for h in vlt.search('"fox red"')["hits"]} == set()
+    finally:
+        vlt.close()
+
+
+def test_a_phrase_checked_in_the_best_notes_only_ranks_as_one_checked_in_all(tmp_path, monkeypatch):
+    """A phrase whose words most notes hold is found by its words and checked in the best
+    CHECKED notes only: the same hits as when checked in every note, the total estimated
+    when not every note was checked; and checked in all when too few of the best hold it."""
+    monkeypatch.setattr(ranking, "PHRASE_SCAN", 0)
+    root = tmp_path / "vault"
+    root.mkdir()
+    for i in range(25):  # the phrases, each word once or twice
+        (root / f"p{i:02d}.md").write_text(f"Note {i}: a blue owl and a red fox. " + "blue owl " * (i % 3) + "\n")
+    for i in range(15):  # the words apart, many times over
+        (root / f"w{i:02d}.md").write_text("red wine, fox tail, red sky, fox den. " * (3 + i % 4) + "owl, then blue.\n")
+    cfg = Config(vault=str(root), state_dir=str(tmp_path / "state")).load()
+    cfg.search.candidates = 5
+    vlt = Vault(cfg)
+    try:
+        vlt.reconcile()
+        every = {q: vlt.search(q, 5) for q in ('"blue owl"', '"red fox"')}  # CHECKED (200) is every note here
+        assert all(not r["total_estimated"] and r["total"] == 25 for r in every.values())
+        monkeypatch.setattr(index, "CHECKED", 10)
+        owl = vlt.search('"blue owl"', 5)  # the best 10 by the words hold it: 5 of them are the hits
+        assert [h["path"] for h in owl["hits"]] == [h["path"] for h in every['"blue owl"']["hits"]]
+        assert owl["total_estimated"] and owl["total"] == 40  # 40 notes hold the words; all 10 checked hold it
+        fox = vlt.search('"red fox"', 5)  # the best 10 by the words lack it: checked in every note
+        assert [h["path"] for h in fox["hits"]] == [h["path"] for h in every['"red fox"']["hits"]]
+        assert not fox["total_estimated"] and fox["total"] == 25
+        assert all(h["path"].startswith("p") for h in fox["hits"])
     finally:
         vlt.close()
 

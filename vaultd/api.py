@@ -283,6 +283,9 @@ class SearchReply(Reply):
     query: str
     vault: str
     total: int
+    total_estimated: bool
+    """Whether `total` is estimated: for a phrase whose words most notes hold, checked only
+    in the notes its words rank best (see README, Performance)."""
     took_ms: float
     cold: bool
     generation: int
@@ -764,6 +767,7 @@ class Vaults:
         first = answers[0][1]
         return _indexing(answers, {
             "query": first["query"], "vault": first["vault"], "total": sum(r["total"] for _, r in answers),
+            "total_estimated": any(r["total_estimated"] for _, r in answers),
             "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "cold": any(r["cold"] for _, r in answers),
             "generation": first["generation"], "hits": hits, "vaults": _each(answers, "total")})
 

@@ -220,7 +220,8 @@ def _search(res: dict) -> str:
         out.append("")
     if not res["hits"]:
         return f"No note matches {res['query']!r}."
-    out.append(f"{len(res['hits'])} of {res['total']} notes (generation {res['generation']})")
+    about = "about " if res.get("total_estimated") else ""
+    out.append(f"{len(res['hits'])} of {about}{res['total']} notes (generation {res['generation']})")
     return "\n".join(out)
 
 

@@ -234,7 +234,8 @@ def print_search(res: dict, fmt: str, null: bool = False) -> None:
             w("\n")
     if fmt == "human":
         shown = len(res["hits"])
-        sys.stderr.write(f"{shown} of {res['total']} notes, {res['took_ms']:.1f} ms\n")
+        about = "about " if res.get("total_estimated") else ""
+        sys.stderr.write(f"{shown} of {about}{res['total']} notes, {res['took_ms']:.1f} ms\n")
 
 
 def _explained(score: float, e: dict) -> str:

@@ -52,8 +52,8 @@ class Search:
         p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
-        total, found, cover = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
-                                                p.units if cfg.coverage_weight else ())
+        total, p.estimated, found, cover = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
+                                                             p.units if cfg.coverage_weight else (), p.checks, p.strict)
         indexed = len(found)  # the index's candidates; anchor text may add more
         now = time.time()
         tiers = self.config.tiers
@@ -138,7 +138,8 @@ class Search:
             for h in hits:
                 h["explain"] = self._explain(p, h["path"], h["score"])
         took = round((time.perf_counter() - t0) * 1000, 3)
-        return {"query": q, "vault": str(self.root), "total": total, "took_ms": took, "cold": with_cold,
+        return {"query": q, "vault": str(self.root), "total": total, "total_estimated": p.estimated, "took_ms": took,
+                "cold": with_cold,
                 "generation": self.generation, "hits": hits}
 
     def _explain(self, p: Plan, path: str, score: float) -> dict:

@@ -202,6 +202,31 @@ COVERAGE_UNITS = 20
 """Query words past this many do not count towards coverage (one float holds the mask)."""
 
 
+CHECKED = 200
+"""The best hits a phrase that is not scored is checked in (see NoteIndex.search)."""
+
+
+def _holding(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tantivy.DocAddress, str]],
+             checks: list[list[tantivy.Query]]) -> set[tuple[int, int]]:
+    """The hits (address, path) holding every phrase of `checks` (each as its query for each
+    field, the body's last: in any of them), as (segment, doc): one unscored search per
+    phrase and field, among the hits that may still hold it, the body's first (most notes
+    that hold a phrase hold it there). One query of the fields together (a union) read the
+    positions of every note near each hit."""
+    Q, O = tantivy.Query, tantivy.Occur
+    left = {(a.segment_ord, a.doc): p for a, p in hits}
+    for fields in checks:
+        found: set[tuple[int, int]] = set()
+        for q in reversed(fields):
+            if len(found) == len(left):
+                break
+            among = Q.boolean_query([(O.Should, Q.term_query(schema, "path", p)) for k, p in left.items() if k not in found])
+            found |= {(a.segment_ord, a.doc) for _, a in s.search(Q.boolean_query([(O.Must, among), (O.Must, q)]),
+                                                                   limit=len(left), count=False, order_by_field="mtime").hits}
+        left = {k: p for k, p in left.items() if k in found}
+    return set(left)
+
+
 def _coverage(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tantivy.DocAddress, str]],
               units: list[tantivy.Query]) -> dict[str, float]:
     """Each hit's (address, path) share of `units` (one query per word): one search per unit
@@ -479,27 +504,45 @@ class NoteIndex:
                 out[note.path] = note
             return out
 
-    def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = ()
-               ) -> tuple[int, list[tuple[float, Note | NoteHead]], Callable[[list[int]], dict[str, float]] | None]:
-        """(total hits, the top `limit` as (score, note), and `cover`), from one searcher
-        snapshot. Notes come from `by_key` (path_key -> note) when there: a stored document
-        of a big note holds hundreds of links, and fetching fifty of them costs
-        milliseconds. `cover(picked)`: the share of `units` (see ranking.Plan.units) each
-        picked hit (by its place in the list) holds, by path; None when there are fewer than
-        two units. Asked for as the caller needs them: one search reads the units' postings
-        near every hit it is given, 3 ms for 50 hits of three words most of 100,000 notes hold."""
+    def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = (),
+               checks: list[list[tantivy.Query]] = (), strict: Callable[[], tantivy.Query] | None = None
+               ) -> tuple[int, bool, list[tuple[float, Note | NoteHead]], Callable[[list[int]], dict[str, float]] | None]:
+        """(total hits, whether that total is estimated, the top `limit` as (score, note), and
+        `cover`), from one searcher snapshot. Notes come from `by_key` (path_key -> note) when
+        there: a stored document of a big note holds hundreds of links, and fetching fifty
+        of them costs milliseconds. `cover(picked)`: the share of `units` (see
+        ranking.Plan.units) each picked hit (by its place in the list) holds, by path; None
+        when there are fewer than two units. Asked for as the caller needs them.
+
+        `checks` (see ranking.Plan.checks): phrases `query` finds by their words only, checked
+        in its best CHECKED hits, which are the best with the phrases too when `limit` of
+        them hold them (a note past them scores no more). Then the total is estimated, from
+        the share of them that do, unless they were all the hits. Else `strict()`, the
+        query with its phrases, is run instead."""
         s = self.index.searcher()
+        estimated = False
         with self._reading("a search"):  # a ValueError may be the query's: passed on as it is
-            res = s.search(query, limit=limit, count=True)
+            res = s.search(query, limit=max(limit, CHECKED) if checks else limit, count=True)
+            hits, total = res.hits, res.count
+            if checks and hits:
+                addrs = [a for _, a in hits]
+                held = _holding(s, self.schema, list(zip(addrs, self._paths(s, addrs, by_key))), checks)
+                best = [(score, a) for score, a in hits if (a.segment_ord, a.doc) in held]
+                if len(best) >= limit or total == len(hits):
+                    estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / len(hits))
+                    hits = best[:limit]
+                elif strict is not None:
+                    res = s.search(strict(), limit=limit, count=True)
+                    hits, total = res.hits, res.count
         with self._reading("reading the hits", Exception):
-            addrs = [addr for _, addr in res.hits]
+            addrs = [addr for _, addr in hits]
             keys = s.fast_field_values("key", addrs) if by_key and addrs else [None] * len(addrs)
             out = []
-            for (score, addr), key in zip(res.hits, keys):
+            for (score, addr), key in zip(hits, keys):
                 note = by_key.get(key) if by_key else None
                 out.append((score, note if note is not None else _head_decoder.decode(s.doc(addr).get_first("meta"))))
         if len(units) < 2 or not out:
-            return res.count, out, None
+            return total, estimated, out, None
 
         def cover(picked: list[int]) -> dict[str, float]:
             if not picked:
@@ -507,7 +550,13 @@ class NoteIndex:
             with self._reading("a search"):
                 return _coverage(s, self.schema, [(addrs[i], out[i][1].path) for i in picked], units[:COVERAGE_UNITS])
 
-        return res.count, out, cover
+        return total, estimated, out, cover
+
+    @staticmethod
+    def _paths(s: tantivy.Searcher, addrs: list[tantivy.DocAddress], by_key: dict[int, Note] | None) -> list[str]:
+        keys = s.fast_field_values("key", addrs) if by_key else [None] * len(addrs)
+        return [n.path if (n := by_key.get(k) if by_key else None) is not None else s.doc(a).get_first("path")
+                for a, k in zip(addrs, keys)]
 
     # -- writing ----------------------------------------------------------------
 
