@@ -106,6 +106,15 @@ def test_a_phrase_checked_in_the_best_notes_only_ranks_as_one_checked_in_all(tmp
         assert [h["path"] for h in fox["hits"]] == [h["path"] for h in every['"red fox"']["hits"]]
         assert not fox["total_estimated"] and fox["total"] == 25
         assert all(h["path"].startswith("p") for h in fox["hits"])
+        # two phrases, one with a word, one without a phrase: the same notes as checked in every note
+        for q in ('"blue owl" "red fox"', '"blue owl" -"red fox"', '"blue owl" +tail', '"red fox" note'):
+            monkeypatch.setattr(index, "CHECKED", 200)
+            want = vlt.search(q, 5)
+            monkeypatch.setattr(index, "CHECKED", 10)
+            got = vlt.search(q, 5)
+            assert [h["path"] for h in got["hits"]] == [h["path"] for h in want["hits"]], q
+            assert not want["total_estimated"] and (got["total_estimated"] or got["total"] == want["total"]), q
+        assert vlt.search('"blue owl" -"red fox"', 5)["hits"] == [] and vlt.search('"owl red"', 5)["hits"] == []
     finally:
         vlt.close()
 

@@ -356,3 +356,16 @@ def test_a_backlinks_line_is_read_from_where_it_begins_and_by_number_once_the_fi
     # a line cut short: its start still read, never a neighbour's text
     src.write_text("\n".join(lines[:2500]) + "\n깊은")
     assert {b["path"]: b["text"] for b in v.backlinks("Deep work")["backlinks"]}["notes/hub.md"] == "깊은"
+
+
+def test_read_at_reads_lines_from_where_they_begin_and_refuses_a_changed_file(tmp_path):
+    from vaultd.paths import LINE, read_at
+    long = b"y" * (3 * LINE)  # past the first read: read on, block after block
+    (tmp_path / "n.md").write_bytes(b"one\n" + long + b"\nlast")
+    size = (tmp_path / "n.md").stat().st_size
+    at_long, at_last = 4, 5 + len(long)
+    assert read_at(str(tmp_path), "n.md", [0, at_long, at_last], 1 << 20, size) == {0: b"one", at_long: long, at_last: b"last"}
+    assert read_at(str(tmp_path), "n.md", [at_last], at_last + 2, size) == {at_last: b"la"}  # cut at the size cap
+    assert read_at(str(tmp_path), "n.md", [2], 1 << 20, size) is None  # not where a line begins
+    assert read_at(str(tmp_path), "n.md", [size], 1 << 20, size) is None  # the end, after no LF
+    assert read_at(str(tmp_path), "n.md", [at_long], 1 << 20, size + 1) is None  # another size: changed since

@@ -262,23 +262,29 @@ LINE = 1 << 12
 """Bytes read first for one line, from where it begins: most lines fit."""
 
 
-def read_at(root: str, rel: str, starts: list[int], cap: int) -> dict[int, bytes] | None:
+def read_at(root: str, rel: str, starts: list[int], cap: int, size: int | None = None) -> dict[int, bytes] | None:
     """The lines of the vault's file `rel` that begin at the byte offsets `starts` (each
     without its LF; a line is cut at the size cap `cap`), read from there alone; None when
-    one of them no longer begins a line (the file changed since)."""
+    the file is no longer `size` bytes long or one of them no longer begins a line (the
+    file changed since the offsets were taken)."""
     out = {}
     with open(open_note(root, rel), "rb", buffering=0) as f:
         fd = f.fileno()
+        if size is not None and os.fstat(fd).st_size != size:
+            return None
         for at in starts:
             if at >= cap or (at and os.pread(fd, 1, at - 1) != b"\n"):
                 return None
-            line, size = b"", LINE
-            while (end := line.find(b"\n")) < 0 and at + len(line) < cap:
-                block = os.pread(fd, min(size, cap - at - len(line)), at + len(line))
-                if not block:
+            blocks, got, want = [], 0, LINE
+            while at + got < cap:
+                block = os.pread(fd, min(want, cap - at - got), at + got)
+                end = block.find(b"\n")
+                if end >= 0 or not block:
+                    blocks.append(block[:end] if end >= 0 else block)
                     break
-                line, size = line + block, BLOCK
-            out[at] = line[:end] if end >= 0 else line
+                blocks.append(block)
+                got, want = got + len(block), BLOCK
+            out[at] = b"".join(blocks)
     return out
 
 

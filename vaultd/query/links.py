@@ -13,7 +13,7 @@ from ..errors import AmbiguousNote, NoLink, NoteNotFound, QueryError, StillIndex
 from ..note import Note, headings_of
 from ..parse import decode
 from ..parse.links import links_in
-from ..paths import read_at, read_lines
+from ..paths import LINE, read_at, read_lines
 from ..store.graph import Graph, Resolved
 
 
@@ -89,16 +89,17 @@ class LinkGraph:
         path = self.find_note(name)
         g = self.graph
         items = [dict(path=src, **_link_json(r)) for src, r in g.backlinks(path)]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20)
+        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
         return {"note": path, "title": g.notes[path].title, "backlinks": items}
 
     def links(self, name: str) -> dict:
         path = self.find_note(name)
-        items = [dict(path=path, **_link_json(r)) for r in self.graph.links(path)]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20)
+        g = self.graph
+        items = [dict(path=path, **_link_json(r)) for r in g.links(path)]
+        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
         for it in items:
             del it["path"]  # the note's own: `note`
-        return {"note": path, "title": self.graph.notes[path].title, "links": items}
+        return {"note": path, "title": g.notes[path].title, "links": items}
 
     def neighbourhood(self, name: str, depth: int) -> dict:
         path = self.find_note(name)
@@ -112,8 +113,9 @@ class LinkGraph:
         }
 
     def broken(self) -> dict:
-        items = [dict(path=src, **_link_json(r)) for src, r in self._ready_graph().broken()]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20)
+        g = self._ready_graph()
+        items = [dict(path=src, **_link_json(r)) for src, r in g.broken()]
+        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
         return {"total": len(items), "broken": items}
 
     def orphans(self) -> dict:
@@ -158,18 +160,18 @@ MAX_TEXT = 1000
 """Characters of a link's line given with it: 8,000 links on one 112 KB line gave 900 MB."""
 
 
-def _add_context(root: Path, items: list[dict], cap: int) -> None:
+def _add_context(root: Path, items: list[dict], cap: int, notes: dict[str, Note]) -> None:
     """Give each item the text of the line it stands on and its `byte_col` (its `col` is in
     characters), read from its file: from where the line begins (its `at`, dropped here),
     else by reading the file as far as the line. Only the lines wanted are read and decoded:
     a hub note's backlinks come from hundreds of files, and at seed scale reading each as far
     as its link took 1.3 ms a file. Never past the size cap `cap`: a link is indexed only
-    there."""
+    there. `notes`: the table the items come from (a file of another size changed since)."""
     by_path: dict[str, list[dict]] = {}
     for it in items:
         by_path.setdefault(it["path"], []).append(it)
     for path, its in by_path.items():
-        lines = _lines_at(root, path, its, cap)
+        lines = _lines_at(root, path, its, cap, n.size if (n := notes.get(path)) is not None else None)
         if lines is None:
             lines = _first_lines(root, path, max(it["line"] for it in its), cap)
         on_line: dict[int, list[dict]] = {}
@@ -191,14 +193,15 @@ def _add_context(root: Path, items: list[dict], cap: int) -> None:
                 it["text"] = line[start : start + MAX_TEXT]  # a long line: the part around the link
 
 
-def _lines_at(root: Path, path: str, its: list[dict], cap: int) -> dict[int, bytes] | None:
+def _lines_at(root: Path, path: str, its: list[dict], cap: int, size: int | None) -> dict[int, bytes] | None:
     """{line number: its bytes} of the items' lines, read from where each begins; None when
-    one's start is not known or no longer begins a line."""
+    one's start is not known or no longer begins a line, or reading as far as the last of
+    them reads less (many lines of one file: a note's own links)."""
     starts = {it["at"]: it["line"] for it in its}
-    if -1 in starts:
+    if -1 in starts or len(starts) * LINE >= max(starts):
         return None
     try:
-        got = read_at(str(root), path, list(starts), cap)
+        got = read_at(str(root), path, list(starts), cap, size)
     except OSError:
         return {}
     return None if got is None else {starts[at]: line for at, line in got.items()}

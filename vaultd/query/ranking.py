@@ -518,6 +518,10 @@ def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | N
     as their label) and for recent notes (half-life decay), lowered for COLD."""
     age_days = max(0.0, ((now or time.time()) - note_epoch) / 86400)
     s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days)) * (1 + b.anchor_weight * anchor)
-    if share is not None:
-        s *= 1 - b.coverage_weight + b.coverage_weight * share
+    s = covered(s, share, b)
     return s * b.cold_factor if cold else s
+
+
+def covered(score: float, share: float | None, b: Search) -> float:
+    """`score` lowered by the share of the query's words a note lacks (see blend): never raised."""
+    return score if share is None else score * (1 - b.coverage_weight + b.coverage_weight * share)

@@ -15,7 +15,7 @@ from ..parse import decode
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
 from ..store.index import CJK_RUN, note_epoch
-from .ranking import Plan, Vocabulary, blend, plan
+from .ranking import Plan, Vocabulary, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import is_cold
 
@@ -69,11 +69,9 @@ class Search:
         exact = cfg.exact_title_weight and _name(" ".join(w for w in (*p.parsed.words, *p.parsed.phrases)
                                                           if ":" not in w))
 
-        def final(score: float, n: Note, share: float | None) -> float:
-            return (blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0), share)
-                    * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1))
-
-        scores = [final(score, n, None) for score, n in found]  # the most each can score: a share only lowers it
+        # each candidate's score with every word held: the most it can score (a share only lowers it)
+        scores = [blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0))
+                  * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1) for score, n in found]
         shares: dict[str, float] = {}
         if cover is not None:
             # semantic recall weighs every candidate's share; else only those that can still
@@ -86,7 +84,7 @@ class Search:
                 shares.update(cover(todo))
                 done.update(todo)
                 for i in todo:
-                    scores[i] = final(found[i][0], found[i][1], shares.get(found[i][1].path, 0.0))
+                    scores[i] = covered(scores[i], shares.get(found[i][1].path, 0.0), cfg)
                 settled = sorted((scores[i] for i in range(len(found)) if (i in done or i >= indexed) and keep(found[i][1])),
                                  reverse=True)
                 least = settled[want - 1] if len(settled) >= want else -math.inf

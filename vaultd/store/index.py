@@ -517,8 +517,9 @@ class NoteIndex:
         `checks` (see ranking.Plan.checks): phrases `query` finds by their words only, checked
         in its best CHECKED hits, which are the best with the phrases too when `limit` of
         them hold them (a note past them scores no more). Then the total is estimated, from
-        the share of them that do, unless they were all the hits. Else `strict()`, the
-        query with its phrases, is run instead."""
+        the share of them that do, unless they were all the hits: the best hold a phrase more
+        often than the rest, so it leans high, and it is never more than the notes holding
+        the words. Else `strict()`, the query with its phrases, is run instead."""
         s = self.index.searcher()
         estimated = False
         with self._reading("a search"):  # a ValueError may be the query's: passed on as it is
@@ -528,10 +529,10 @@ class NoteIndex:
                 addrs = [a for _, a in hits]
                 held = _holding(s, self.schema, list(zip(addrs, self._paths(s, addrs, by_key))), checks)
                 best = [(score, a) for score, a in hits if (a.segment_ord, a.doc) in held]
-                if len(best) >= limit or total == len(hits):
+                if len(best) >= limit or total == len(hits) or strict is None:
                     estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / len(hits))
                     hits = best[:limit]
-                elif strict is not None:
+                else:
                     res = s.search(strict(), limit=limit, count=True)
                     hits, total = res.hits, res.count
         with self._reading("reading the hits", Exception):
