@@ -80,6 +80,24 @@ def test_phrase_scored_or_filtering(tmp_path, monkeypatch, filters):
         vlt.close()
 
 
+@pytest.mark.parametrize("filters", [True, False])
+def test_a_phrase_with_a_word_twice_is_the_phrase_typed(tmp_path, monkeypatch, filters):
+    if filters:
+        monkeypatch.setattr(ranking, "PHRASE_SCAN", 0)
+    notes = {"a.md": "We keep a one to many map.\n", "b.md": "The mapping is one to one.\n",
+             "c.md": "I saw the cat and the dog.\n", "d.md": "So, red fox is tired.\n", "e.md": "A red red fox.\n"}
+    (tmp_path / "vault").mkdir()
+    for rel, text in notes.items():
+        (tmp_path / "vault" / rel).write_text(text)
+    vlt = Vault(Config(vault=str(tmp_path / "vault"), state_dir=str(tmp_path / "state")).load())
+    try:
+        vlt.reconcile()
+        for q, want in (('"one to one"', {"b.md"}), ('"the cat and the dog"', {"c.md"}), ('"red red fox"', {"e.md"})):
+            assert {h["path"] for h in vlt.search(q)["hits"]} == want, q
+    finally:
+        vlt.close()
+
+
 def test_a_phrase_checked_in_the_best_notes_only_ranks_as_one_checked_in_all(tmp_path, monkeypatch):
     """A phrase whose words most notes hold is found by its words and checked in the best
     CHECKED notes only: the same hits as when checked in every note, the total estimated

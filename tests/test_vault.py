@@ -356,6 +356,9 @@ def test_a_backlinks_line_is_read_from_where_it_begins_and_by_number_once_the_fi
     # a line cut short: its start still read, never a neighbour's text
     src.write_text("\n".join(lines[:2500]) + "\n깊은")
     assert {b["path"]: b["text"] for b in v.backlinks("Deep work")["backlinks"]}["notes/hub.md"] == "깊은"
+    # the same size, a CR on the link's line: a line ends there, as the parser reads it
+    src.write_text("\n".join(lines).replace("[[Deep work]] 끝", "[[Deep work]]\r끝") + "\n")
+    assert {b["path"]: b["text"] for b in v.backlinks("Deep work")["backlinks"]}["notes/hub.md"] == "깊은 곳 [[Deep work]]"
 
 
 def test_read_at_reads_lines_from_where_they_begin_and_refuses_a_changed_file(tmp_path):

@@ -204,7 +204,9 @@ def _lines_at(root: Path, path: str, its: list[dict], cap: int, size: int | None
         got = read_at(str(root), path, list(starts), cap, size)
     except OSError:
         return {}
-    return None if got is None else {starts[at]: line for at, line in got.items()}
+    if got is None or any(b"\r" in line for line in got.values()):  # a CR ends a line too (see decode)
+        return None
+    return {starts[at]: line for at, line in got.items()}
 
 
 def _first_lines(root: Path, path: str, upto: int, cap: int) -> dict[int, bytes | str]:

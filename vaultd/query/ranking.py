@@ -275,8 +275,9 @@ class _Builder:
         notes only: (that query, the phrase's query for each field, the query that checks it
         in every note, should too few of the best hold it). Checked in all of them, "search
         index" took 28 ms at 100,000 notes; in the best 200, 2 ms."""
-        stems, cjk = _split(text)
-        if len(stems) < 2 or cjk:
+        cjk = CJK_RUN.findall(text)
+        stems = _EN.analyze(CJK_RUN.sub(" ", text))  # every word, repeated ones too: "one to one"
+        if len(stems) < 2 or cjk:  # (Hangul/Han/Kana are indexed by bigrams without their places)
             c = self.text_clause(text)
             return None if c is None else (c, None, c)
         exact = [_Q.phrase_query(self.schema, f, stems) for f in ("title", "headings", "body")]
@@ -287,8 +288,8 @@ class _Builder:
             return q, None, q
         b = self.b
         named = [_Q.boost_query(q, w) for q, w in zip(exact, (b.title_boost, b.heading_boost))]
-        rank = [(_O.Should, _Q.disjunction_max_query(named)), *((_O.Should, self.stem_clause(w)) for w in stems)]
-        words = _Q.boolean_query([(_O.Must, self.stem_clause(w)) for w in stems])
+        rank = [(_O.Should, _Q.disjunction_max_query(named)), *((_O.Should, self.stem_clause(w)) for w in dict.fromkeys(stems))]
+        words = _Q.boolean_query([(_O.Must, self.stem_clause(w)) for w in dict.fromkeys(stems)])
         found = _Q.disjunction_max_query(exact)
         return (_Q.boolean_query([(_O.Must, _Q.const_score_query(words, 0.0)), *rank]), exact,
                 _Q.boolean_query([(_O.Must, _Q.const_score_query(found, 0.0)), *rank]))
