@@ -14,10 +14,8 @@ from vaultd.vault import Vault
 def common_words(tmp_path_factory):
     """Forty notes full of 'denote', 'link' and 'description' (words most notes hold, as in
     a vault about Denote), and two that hold the symbol `denote-link-description` once."""
-    root = tmp_path_factory.mktemp("rank") / "vault"
-    root.mkdir()
-    rnd = random.Random(1)
-    filler = "the of notes and a to in is for with on that this by file".split()
+    root = _folder(tmp_path_factory, "rank")
+    rnd, filler = random.Random(1), FILLER
     for i in range(40):
         words = [rnd.choice(filler) for _ in range(300)]
         for w in ("denote", "link", "description", "foo", "bar"):
@@ -29,10 +27,26 @@ def common_words(tmp_path_factory):
         words = [rnd.choice(filler) for _ in range(300)]
         words.insert(150, sym)
         (root / f"sym{i}.md").write_text(f"# Formatting {i}\n\n" + " ".join(words) + "\n")
-    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
-    v.reconcile()
+    v = _indexed(root)
     yield v
     v.close()
+
+
+FILLER = "the of notes and a to in is for with on that this by file".split()
+"""Words every note holds, around the ones a test is about."""
+
+
+def _folder(tmp_path_factory, name: str):
+    root = tmp_path_factory.mktemp(name) / "vault"
+    root.mkdir()
+    return root
+
+
+def _indexed(root) -> Vault:
+    """A Vault of the notes in `root`, indexed (its state beside it)."""
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    return v
 
 
 def _paths(v: Vault, q: str, n: int = 10) -> list[str]:
@@ -65,8 +79,7 @@ def titled(tmp_path_factory):
     for i in range(12):
         (root / f"Other {i}.md").write_text(f"Note {i}. A graph of some kind, a view of it; graphs views grapple "
                                             f"grasp grape graphic {i}.\n")
-    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
-    v.reconcile()
+    v = _indexed(root)
     yield v
     v.close()
 
@@ -105,8 +118,7 @@ def questions(tmp_path_factory):
     (root / "Pins B.md").write_text("Pin it to the top of a note. Later, write the page.\n")  # `top of a note`
     (root / "회의록" / "2025-03-02.md").write_text("# 3월 2일\n\n예산과 일정 이야기.\n")
     (root / "일정.md").write_text("# 일정\n\n다음 주 일정.\n")
-    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
-    v.reconcile()
+    v = _indexed(root)
     yield v
     v.close()
 
@@ -137,10 +149,8 @@ def coverage_vault(tmp_path_factory):
     """Notes that say one of three words over and over (a high score on one word) and notes
     that hold all three once or twice: which rank first is decided by the share of the
     words each holds, not by the score alone."""
-    root = tmp_path_factory.mktemp("cover") / "vault"
-    root.mkdir()
-    rnd = random.Random(7)
-    filler = "the of notes and a to in is for with on that this by file".split()
+    root = _folder(tmp_path_factory, "cover")
+    rnd, filler = random.Random(7), FILLER
     for i in range(60):
         words = [rnd.choice(filler) for _ in range(120)]
         held = ["alpha", "beta", "gamma"] if i % 6 == 0 else [rnd.choice(["alpha", "beta", "gamma"])]
@@ -148,8 +158,7 @@ def coverage_vault(tmp_path_factory):
             for _ in range(1 if len(held) > 1 else rnd.randint(5, 25)):
                 words.insert(rnd.randrange(len(words)), w)
         (root / f"n{i:02d}.md").write_text(" ".join(words) + "\n")
-    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
-    v.reconcile()
+    v = _indexed(root)
     yield v
     v.close()
 
