@@ -216,3 +216,31 @@ def test_anchor_best_equals_ranking_every_note_named():
         want = heapq.nlargest(k, ((s, t) for t, s in every.items() if s >= least and t not in skipped))
         assert m.best(k, least, skipped.__contains__) == want
         assert all(m.get(t) == s for t, s in every.items()) and m.get("none.md") == 0.0
+
+
+def test_a_child_forked_while_a_saved_value_is_being_decoded_can_decode_one(monkeypatch):
+    """The graph is saved in a forked child (update._apart) while queries run: a thread in
+    the middle of decoding a saved table's value held its lock in the child for good."""
+    import threading
+
+    from vaultd.ingest import update
+    from vaultd.store import graph
+
+    monkeypatch.setattr(update, "APART_S", 5)
+    table = graph.Lazy({"a": b"xyz"}, len)
+    decoding, done = threading.Event(), threading.Event()
+
+    def slow(raw):  # another table's value, decoded as the fork happens
+        decoding.set()
+        done.wait(10)
+        return raw
+
+    other = graph.Lazy({"b": b""}, slow)
+    t = threading.Thread(target=lambda: other["b"])
+    t.start()
+    try:
+        decoding.wait(5)
+        assert update._apart(lambda: table["a"]) == 3
+    finally:
+        done.set()
+        t.join()

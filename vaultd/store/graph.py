@@ -110,6 +110,18 @@ _NONE = object()
 _TAKING = threading.Lock()
 
 
+def _taking_anew() -> None:
+    """In a child forked while another thread decoded a value (see Lazy._take), _TAKING is
+    held for good: the graph's save, forked while queries ran, hung on it (see ingest
+    update._apart). The child has one thread: a new lock is free."""
+    global _TAKING
+    _TAKING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_taking_anew)
+
+
 class Lazy(dict):
     """A table some of whose values are still as they were saved (graph_file.py): each is
     decoded when first asked for, so that a loaded graph is ready without first making the
