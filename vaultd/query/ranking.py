@@ -288,8 +288,9 @@ class _Builder:
             return q, None, q
         b = self.b
         named = [_Q.boost_query(q, w) for q, w in zip(exact, (b.title_boost, b.heading_boost))]
-        rank = [(_O.Should, _Q.disjunction_max_query(named)), *((_O.Should, self.stem_clause(w)) for w in dict.fromkeys(stems))]
-        words = _Q.boolean_query([(_O.Must, self.stem_clause(w)) for w in dict.fromkeys(stems)])
+        each = [self.stem_clause(w) for w in dict.fromkeys(stems)]
+        rank = [(_O.Should, _Q.disjunction_max_query(named)), *((_O.Should, c) for c in each)]
+        words = _Q.boolean_query([(_O.Must, c) for c in each])
         found = _Q.disjunction_max_query(exact)
         return (_Q.boolean_query([(_O.Must, _Q.const_score_query(words, 0.0)), *rank]), exact,
                 _Q.boolean_query([(_O.Must, _Q.const_score_query(found, 0.0)), *rank]))

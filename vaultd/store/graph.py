@@ -112,8 +112,8 @@ _TAKING = threading.Lock()
 
 def _taking_anew() -> None:
     """In a child forked while another thread decoded a value (see Lazy._take), _TAKING is
-    held for good: the graph's save, forked while queries ran, hung on it (see ingest
-    update._apart). The child has one thread: a new lock is free."""
+    held for good: a child that decodes one (the graph's save is forked while queries run,
+    see ingest update._apart) would hang on it. The child has one thread: a new lock is free."""
     global _TAKING
     _TAKING = threading.Lock()
 

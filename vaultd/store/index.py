@@ -27,7 +27,7 @@ import threading
 import uuid
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from contextlib import contextmanager
 from pathlib import Path
@@ -206,23 +206,32 @@ CHECKED = 200
 """The best hits a phrase that is not scored is checked in (see NoteIndex.search)."""
 
 
+def _within(s: tantivy.Searcher, schema: tantivy.Schema, paths: Iterable[str], q: tantivy.Query) -> set[tuple[int, int]]:
+    """Which of the notes at `paths` `q` finds, as (segment, doc): unscored (ordered by a fast
+    field, Tantivy reads postings without weighing them), each note found by its path."""
+    Q, O = tantivy.Query, tantivy.Occur
+    among = [(O.Should, Q.term_query(schema, "path", p)) for p in paths]  # 4x faster than a term set
+    if not among:
+        return set()
+    found = s.search(Q.boolean_query([(O.Must, Q.boolean_query(among)), (O.Must, q)]), limit=len(among), count=False,
+                     order_by_field="mtime")
+    return {(a.segment_ord, a.doc) for _, a in found.hits}
+
+
 def _holding(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tantivy.DocAddress, str]],
              checks: list[list[tantivy.Query]]) -> set[tuple[int, int]]:
     """The hits (address, path) holding every phrase of `checks` (each as its query for each
-    field, the body's last: in any of them), as (segment, doc): one unscored search per
-    phrase and field, among the hits that may still hold it, the body's first (most notes
+    field, the body's last: in any of them), as (segment, doc): one search per phrase and
+    field (see _within), among the hits that may still hold it, the body's first (most notes
     that hold a phrase hold it there). One query of the fields together (a union) read the
     positions of every note near each hit."""
-    Q, O = tantivy.Query, tantivy.Occur
     left = {(a.segment_ord, a.doc): p for a, p in hits}
     for fields in checks:
         found: set[tuple[int, int]] = set()
         for q in reversed(fields):
             if len(found) == len(left):
                 break
-            among = Q.boolean_query([(O.Should, Q.term_query(schema, "path", p)) for k, p in left.items() if k not in found])
-            found |= {(a.segment_ord, a.doc) for _, a in s.search(Q.boolean_query([(O.Must, among), (O.Must, q)]),
-                                                                   limit=len(left), count=False, order_by_field="mtime").hits}
+            found |= _within(s, schema, (p for k, p in left.items() if k not in found), q)
         left = {k: p for k, p in left.items() if k in found}
     return set(left)
 
@@ -230,18 +239,14 @@ def _holding(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tanti
 def _coverage(s: tantivy.Searcher, schema: tantivy.Schema, hits: list[tuple[tantivy.DocAddress, str]],
               units: list[tantivy.Query]) -> dict[str, float]:
     """Each hit's (address, path) share of `units` (one query per word): one search per unit
-    among the hits, unscored (ordered by a fast field: Tantivy then reads postings without
-    weighing them). One scored search of them all, each unit a bit of the score, took twice
-    as long: where the words are in most notes, each hit made it read and score every
-    posting near it."""
-    Q, O = tantivy.Query, tantivy.Occur
-    among = Q.boolean_query([(O.Should, Q.term_query(schema, "path", p)) for _, p in hits])  # 4x faster than a term set
+    among the hits (see _within). One scored search of them all, each unit a bit of the
+    score, took twice as long: where the words are in most notes, each hit made it read and
+    score every posting near it."""
     path = {(a.segment_ord, a.doc): p for a, p in hits}
     held = dict.fromkeys(path.values(), 0)
     for u in units:
-        for _, addr in s.search(Q.boolean_query([(O.Must, among), (O.Must, u)]), limit=len(hits), count=False,
-                                order_by_field="mtime").hits:
-            if (p := path.get((addr.segment_ord, addr.doc))) is not None:
+        for k in _within(s, schema, path.values(), u):
+            if (p := path.get(k)) is not None:
                 held[p] += 1
     return {p: n / len(units) for p, n in held.items()}
 
@@ -524,26 +529,23 @@ class NoteIndex:
         estimated = False
         with self._reading("a search"):  # a ValueError may be the query's: passed on as it is
             res = s.search(query, limit=max(limit, CHECKED) if checks else limit, count=True)
-            hits, total = res.hits, res.count
-            if checks and hits:
-                addrs = [a for _, a in hits]
-                held = _holding(s, self.schema, list(zip(addrs, self._paths(s, addrs, by_key))), checks)
-                best = [(score, a) for score, a in hits if (a.segment_ord, a.doc) in held]
-                if len(best) >= limit or total == len(hits) or strict is None:
-                    estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / len(hits))
-                    hits = best[:limit]
-                else:
+        hits, total = res.hits, res.count
+        out = self._notes(s, hits, by_key)
+        if checks and out:
+            with self._reading("a search"):
+                held = _holding(s, self.schema, [(a, n.path) for (_, a), (_, n) in zip(hits, out)], checks)
+            best = [i for i, (_, a) in enumerate(hits) if (a.segment_ord, a.doc) in held]
+            if len(best) >= limit or total == len(hits) or strict is None:
+                estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / len(hits))
+                hits, out = [hits[i] for i in best[:limit]], [out[i] for i in best[:limit]]
+            else:
+                with self._reading("a search"):
                     res = s.search(strict(), limit=limit, count=True)
-                    hits, total = res.hits, res.count
-        with self._reading("reading the hits", Exception):
-            addrs = [addr for _, addr in hits]
-            keys = s.fast_field_values("key", addrs) if by_key and addrs else [None] * len(addrs)
-            out = []
-            for (score, addr), key in zip(hits, keys):
-                note = by_key.get(key) if by_key else None
-                out.append((score, note if note is not None else _head_decoder.decode(s.doc(addr).get_first("meta"))))
+                hits, total = res.hits, res.count
+                out = self._notes(s, hits, by_key)
         if len(units) < 2 or not out:
             return total, estimated, out, None
+        addrs = [addr for _, addr in hits]
 
         def cover(picked: list[int]) -> dict[str, float]:
             if not picked:
@@ -553,11 +555,17 @@ class NoteIndex:
 
         return total, estimated, out, cover
 
-    @staticmethod
-    def _paths(s: tantivy.Searcher, addrs: list[tantivy.DocAddress], by_key: dict[int, Note] | None) -> list[str]:
-        keys = s.fast_field_values("key", addrs) if by_key else [None] * len(addrs)
-        return [n.path if (n := by_key.get(k) if by_key else None) is not None else s.doc(a).get_first("path")
-                for a, k in zip(addrs, keys)]
+    def _notes(self, s: tantivy.Searcher, hits: list[tuple[float, tantivy.DocAddress]],
+               by_key: dict[int, Note] | None) -> list[tuple[float, Note | NoteHead]]:
+        """(score, note) of each hit: from `by_key` by its key, else from its stored document."""
+        with self._reading("reading the hits", Exception):
+            addrs = [addr for _, addr in hits]
+            keys = s.fast_field_values("key", addrs) if by_key and addrs else [None] * len(addrs)
+            out = []
+            for (score, addr), key in zip(hits, keys):
+                note = by_key.get(key) if by_key else None
+                out.append((score, note if note is not None else _head_decoder.decode(s.doc(addr).get_first("meta"))))
+            return out
 
     # -- writing ----------------------------------------------------------------
 
