@@ -186,6 +186,32 @@ def test_a_tag_finds_the_tags_nested_under_it(v):
     assert v.grep("zebra", tags=["anim"])["matches"] == []
 
 
+def test_a_tag_s_nested_tags_are_found_whatever_their_letters_and_however_many(tmp_path):
+    """tag:X finds X and X/anything below, literally (no character of X is a pattern), and
+    every one of a parent's many children (a prefix expanded without a limit)."""
+    files = {f"kids/k{i}.md": f"---\ntags: [many/child{i:02d}]\n---\nkid\n" for i in range(70)}
+    files |= {
+        "a.md": "---\ntags: [a]\n---\nx\n", "abc.md": "---\ntags: [a/b/c]\n---\nx\n",
+        "ab.md": "---\ntags: [ab]\n---\nx\n", "ba.md": "---\ntags: [b/a]\n---\nx\n",
+        "cpp.md": "---\ntags: [c++/std]\n---\nx\n", "c.md": "---\ntags: [c/std]\n---\nx\n",
+        "ver.md": "---\ntags: [v1.0/beta]\n---\nx\n", "v10.md": "---\ntags: [v1x0/beta]\n---\nx\n",
+        "ko.md": "---\ntags: [가치/철학]\n---\nx\n",
+    }
+    v = _vault(tmp_path, files)
+    try:
+        def found(q):
+            return sorted(h["path"] for h in v.search(q, 100)["hits"])
+
+        assert found("tag:a") == ["a.md", "abc.md"]
+        assert found("tag:a/b") == ["abc.md"]
+        assert found("tag:c++") == ["cpp.md"] and found("tag:v1.0") == ["ver.md"]
+        assert found("tag:가치") == ["ko.md"]
+        assert found("tag:many") == sorted(f"kids/k{i}.md" for i in range(70))
+        assert v.search("tag:many", 5)["total"] == 70
+    finally:
+        v.close()
+
+
 def test_bad_operator_values_are_plain_words(v):
     p = parse("after:someday tips")
     assert p.after is None and "after:someday" in p.words

@@ -3,6 +3,7 @@ tiers and link anchors, and each hit given its best lines. Part of the Vault (se
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -17,7 +18,7 @@ from ..paths import cut, open_note
 from ..store.index import CJK_RUN, note_epoch
 from .ranking import Plan, Vocabulary, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
-from .tiers import is_cold
+from .tiers import cold_test
 
 
 COVER_MARGIN = 10
@@ -57,6 +58,7 @@ class Search:
         indexed = len(found)  # the index's candidates; anchor text may add more
         now = time.time()
         tiers = self.config.tiers
+        is_cold = cold_test(tiers)
         graph = self.graph
         anchors = graph.anchor_match(p.terms) if graph is not None and p.terms else {}
         if anchors and not p.parsed.constrained:
@@ -70,13 +72,13 @@ class Search:
                                                           if ":" not in w))
 
         # each candidate's score with every word held: the most it can score (a share only lowers it)
-        scores = [blend(score, note_epoch(n), is_cold(n.path, tiers), cfg, now, anchors.get(n.path, 0.0))
+        scores = [blend(score, note_epoch(n), is_cold(n.path), cfg, now, anchors.get(n.path, 0.0))
                   * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1) for score, n in found]
         shares: dict[str, float] = {}
         if cover is not None:
             # semantic recall weighs every candidate's share; else only those that can still
             # reach the top `limit` (kept, where COLD is left out) need theirs
-            keep = (lambda n: True) if scope == "all" else (lambda n: not is_cold(n.path, tiers))
+            keep = (lambda n: True) if scope == "all" else (lambda n: not is_cold(n.path))
             want = indexed if self.semantic is not None else limit
             order = sorted(range(indexed), key=scores.__getitem__, reverse=True)
             todo, done = order[: want + COVER_MARGIN], set()
@@ -108,7 +110,7 @@ class Search:
                 total += len(ranked) - before  # notes the vector scan added are matches too
         with_cold = scope == "all"
         if not with_cold:
-            warm = [t for t in ranked if not is_cold(t[1].path, tiers)]
+            warm = [t for t in ranked if not is_cold(t[1].path)]
             with_cold = scope == "auto" and len(warm) < tiers.min_results and len(warm) < len(ranked)
             ranked = ranked if with_cold else warm
         return total, ranked[:limit], p, with_cold
@@ -204,6 +206,7 @@ def _front_matter_lines(data: bytes) -> int:
 _NOT_A_NAME = re.compile(r"[\W_]+")
 
 
+@functools.lru_cache(maxsize=1 << 14)  # every candidate's title and aliases, each search
 def _name(text: str) -> str:
     """A title, alias or query as compared whole: case, punctuation, `-`, `_` and spaces aside."""
     return _NOT_A_NAME.sub(" ", text.casefold()).strip()

@@ -23,6 +23,12 @@ def is_cold(path: str, cfg: Tiers) -> bool:
     return _cold_pattern(tuple(cfg.cold)).match(path) is not None
 
 
+def cold_test(cfg: Tiers):
+    """is_cold for many paths: the pattern looked up once (a search asks it of every candidate)."""
+    match = _cold_pattern(tuple(cfg.cold)).match
+    return lambda path: match(path) is not None
+
+
 def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = None,
         capture: str | None = None) -> list[dict]:
     """The HOT set: each note with its score and the reasons it is hot, best first, capped.
