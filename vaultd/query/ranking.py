@@ -242,6 +242,12 @@ class _Builder:
         q = _Q.term_query(self.schema, fieldname, value)
         return _Q.boost_query(q, boost) if boost != 1.0 else q
 
+    def stem_terms(self, s: str) -> list[tantivy.Query]:
+        """The stem in each field stem_clause weighs, unweighed: the notes it finds, as a plain
+        union finds them (for Plan.units: at 100,000 notes, searched among the candidates
+        twice as fast as the weighed clause)."""
+        return [_Q.term_query(self.schema, f, s) for f in ("title", "headings", "folders", "body")]
+
     def stem_clause(self, s: str) -> tantivy.Query:
         b = self.b
         return _Q.disjunction_max_query(
@@ -404,12 +410,12 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if len(parts := _EN.analyze(w)) >= 2:
             should.append(bld.symbol(parts))
     content = [s for s in stems if s not in _STOP]
-    found_by: dict[str, list[tantivy.Query]] = {}  # a content word's stem -> what finds it
+    found_by: dict[str, list[tantivy.Query]] = {}  # a content word's stem -> what finds it (unweighed)
     for s in stems:
         c = bld.stem_clause(s)
         should.append(_Q.boost_query(c, _STOP_WEIGHT) if s in _STOP and content else c)
         if s not in _STOP or not content:
-            found_by[s] = [c]
+            found_by[s] = bld.stem_terms(s)
     corrected: list[str] = []
     fixed: dict[str, str] = {}  # a typo's stem -> its correction's
     for w in dict.fromkeys(w.lower() for w in _WORD.findall(CJK_RUN.sub(" ", plain))):
@@ -428,7 +434,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
                 fixed[ws[0]] = fs[0]
                 should.append(_Q.boost_query(bld.stem_clause(fs[0]), 0.9))
                 should.append(bld.term("tags", fix, boosts.tag_boost * 0.9))
-                also += should[-2:]
+                also += [*bld.stem_terms(fs[0]), should[-1]]
             should.append(bld.fuzzy(ws[0]))  # not a unit: a word held only fuzzily is not held
     for run in dict.fromkeys(cjk):
         c = bld.cjk_clause(run)
