@@ -135,9 +135,10 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
     notify.settimeout(30)
     sock = short_dir / "n.sock"
     env = {**os.environ, "NOTIFY_SOCKET": str(short_dir / "notify"), "WATCHDOG_USEC": "400000"}
+    log = open(tmp_path / "vaultd.log", "wb")  # shown when the test fails: what the daemon said
     proc = subprocess.Popen([sys.executable, "-m", "vaultd", *run_args(vault, tmp_path, "--socket", str(sock),
                                                                          "--config", str(tmp_path / "workers.toml"))],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            env=env, stdout=subprocess.DEVNULL, stderr=log)
     heard: list[str] = []
     stopped: set[int] = set()
 
@@ -155,7 +156,7 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
                 return heard[-1]
 
     try:
-        wait_for(hold, timeout=30, interval=0.002)
+        _told(tmp_path, heard, proc, wait_for, hold, timeout=30, interval=0.002)
         hear(lambda m: m.startswith("STATUS=indexing ") and m.endswith(" of 400 files"))
         hear(lambda m: m == f"EXTEND_TIMEOUT_USEC={60 * 1_000_000}")
         hear(lambda m: m == "WATCHDOG=1")
@@ -181,12 +182,24 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
         hear(lambda m: m == "WATCHDOG=1")
         assert len([m for m in heard if m == "WATCHDOG=1"]) > pings
         proc.send_signal(signal.SIGTERM)
-        hear(lambda m: m == "STOPPING=1")
+        _told(tmp_path, heard, proc, hear, lambda m: m == "STOPPING=1")
         assert proc.wait(timeout=15) == 0
     finally:
         proc.kill()
         proc.wait()
         notify.close()
+        log.close()
+
+
+def _told(tmp_path, heard: list[str], proc, wait, *args, **kw):
+    """`wait(*args, **kw)`; when it fails (a timeout), the failure says what systemd heard, the
+    daemon's children and the end of its log: this test has failed twice under a loaded suite."""
+    try:
+        return wait(*args, **kw)
+    except (AssertionError, OSError) as e:
+        tail = (tmp_path / "vaultd.log").read_text(errors="replace")[-3000:]
+        raise AssertionError(f"{e!r}; heard {heard[-8:]}; daemon {'alive' if proc.poll() is None else proc.returncode},"
+                             f" children {children(proc.pid)}; its log:\n{tail}") from e
 
 
 # -- the units ----------------------------------------------------------------------------
