@@ -245,7 +245,7 @@ class _Builder:
     def stem_terms(self, s: str) -> list[tantivy.Query]:
         """The stem in each field stem_clause weighs, unweighed: the notes it finds, as a plain
         union finds them (for Plan.units: at 100,000 notes, searched among the candidates
-        twice as fast as the weighed clause)."""
+        up to 1.7x faster than the weighed clause, whose per-field max reads postings near each)."""
         return [_Q.term_query(self.schema, f, s) for f in ("title", "headings", "folders", "body")]
 
     def stem_clause(self, s: str) -> tantivy.Query:
