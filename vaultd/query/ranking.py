@@ -250,9 +250,9 @@ class _Builder:
 
     def stem_clause(self, s: str) -> tantivy.Query:
         b = self.b
+        weights = (b.title_boost, b.heading_boost, b.path_boost, b.body_boost)  # stem_terms' fields
         return _Q.disjunction_max_query(
-            [self.term("title", s, b.title_boost), self.term("headings", s, b.heading_boost),
-             self.term("folders", s, b.path_boost), self.term("body", s, b.body_boost)], 0.1)
+            [q if w == 1.0 else _Q.boost_query(q, w) for q, w in zip(self.stem_terms(s), weights)], 0.1)
 
     def cjk_clause(self, run: str) -> tantivy.Query | None:
         b = self.b

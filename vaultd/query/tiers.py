@@ -8,6 +8,7 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from ..config import Tiers
 from ..note import Note
@@ -19,12 +20,9 @@ def _cold_pattern(globs: tuple[str, ...]) -> re.Pattern:
     return re.compile("|".join(fnmatch.translate(g) for g in globs) or "(?!)")
 
 
-def is_cold(path: str, cfg: Tiers) -> bool:
-    return _cold_pattern(tuple(cfg.cold)).match(path) is not None
-
-
-def cold_test(cfg: Tiers):
-    """is_cold for many paths: the pattern looked up once (a search asks it of every candidate)."""
+def cold_test(cfg: Tiers) -> Callable[[str], bool]:
+    """Whether a path is COLD (`[tiers] cold`), as a test made once for the many paths a
+    search or the HOT set asks it of."""
     match = _cold_pattern(tuple(cfg.cold)).match
     return lambda path: match(path) is not None
 
@@ -54,6 +52,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
     written = state.written
 
     groups, bulk = _by_change(notes, frozenset(hot_tags), agents)
+    is_cold = cold_test(cfg)
 
     def rank(path: str, n: Note) -> tuple[float, str, list[str]] | None:
         m = changed_ns(state, path, n.mtime_ns, n.size) if path in written else n.mtime_ns
@@ -64,7 +63,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
                 (m < cool_ns and path not in state.last_access and path not in agent_last)
                 or hot_tags.isdisjoint(n.tags) or (agents and path.startswith(agents))):
             return None
-        if is_cold(path, cfg):
+        if is_cold(path):
             return None
         pinned = path in pins
         tags = set(n.tags) if agents is None or not path.startswith(agents) else set(n.tags) - hot_tags
