@@ -137,6 +137,36 @@ def test_a_phrase_checked_in_the_best_notes_only_ranks_as_one_checked_in_all(tmp
         vlt.close()
 
 
+def test_a_phrase_is_checked_in_the_best_notes_a_batch_at_a_time_until_enough_hold_it(tmp_path, monkeypatch):
+    """The best by the words are checked first, a quarter more than wanted; where too few of
+    them hold the phrase (notes that say its words apart, many times, outrank it), the rest
+    of the best: the same hits as when every note is checked, with no need to check them all."""
+    monkeypatch.setattr(ranking, "PHRASE_SCAN", 0)
+    root = tmp_path / "vault"
+    root.mkdir()
+    for i in range(12):
+        (root / f"p{i:02d}.md").write_text(f"Note {i} saw a blue owl at dusk.\n")
+    for i in range(4):  # the words apart, often: they score above every note with the phrase
+        (root / f"w{i}.md").write_text("blue and owl. " * (8 + i) + "\n")
+    cfg = Config(vault=str(root), state_dir=str(tmp_path / "state")).load()
+    cfg.search.candidates = 5
+    vlt = Vault(cfg)
+    try:
+        vlt.reconcile()
+        every = vlt.search('"blue owl"', 5)
+        assert not every["total_estimated"] and every["total"] == 12
+        words = vlt.search("blue owl", 10)["hits"]
+        assert [h["path"][0] for h in words[:4]] == ["w"] * 4  # the first 6 checked hold 2 phrases
+        monkeypatch.setattr(index, "CHECKED", 14)  # fewer than the 16 notes holding the words
+        got = vlt.search('"blue owl"', 5)
+        assert [h["path"] for h in got["hits"]] == [h["path"] for h in every["hits"]]
+        assert all(h["path"].startswith("p") for h in got["hits"])
+        # found among the best 14, not by checking every note: the total is estimated from them
+        assert got["total_estimated"] and got["total"] == round(16 * 10 / 14)
+    finally:
+        vlt.close()
+
+
 def test_exclusion_and_required(v):
     assert "notes/rust-tips.md" not in paths(v, "checker -lifetimes")
     assert "notes/rust-tips.md" in paths(v, "checker")

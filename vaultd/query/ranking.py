@@ -294,11 +294,12 @@ class _Builder:
             return q, None, q
         b = self.b
         named = [_Q.boost_query(q, w) for q, w in zip(exact, (b.title_boost, b.heading_boost))]
-        each = [self.stem_clause(w) for w in dict.fromkeys(stems)]
-        rank = [(_O.Should, _Q.disjunction_max_query(named)), *((_O.Should, c) for c in each)]
-        words = _Q.boolean_query([(_O.Must, c) for c in each])
+        # each word a Must clause, which Tantivy scores as well as requires (as a Should
+        # beside a constant Must of the same words, each was read twice: 1.4-1.8 ms more)
+        rank = [*((_O.Must, self.stem_clause(w)) for w in dict.fromkeys(stems)),
+                (_O.Should, _Q.disjunction_max_query(named))]
         found = _Q.disjunction_max_query(exact)
-        return (_Q.boolean_query([(_O.Must, _Q.const_score_query(words, 0.0)), *rank]), exact,
+        return (_Q.boolean_query(rank), exact,
                 _Q.boolean_query([(_O.Must, _Q.const_score_query(found, 0.0)), *rank]))
 
     def symbol(self, parts: list[str]) -> tantivy.Query:

@@ -520,11 +520,12 @@ class NoteIndex:
         when there are fewer than two units. Asked for as the caller needs them.
 
         `checks` (see ranking.Plan.checks): phrases `query` finds by their words only, checked
-        in its best CHECKED hits, which are the best with the phrases too when `limit` of
-        them hold them (a note past them scores no more). Then the total is estimated, from
-        the share of them that do, unless they were all the hits: the best hold a phrase more
-        often than the rest, so it leans high, and it is never more than the notes holding
-        the words. Else `strict()`, the query with its phrases, is run instead."""
+        in its best CHECKED hits, the best first, until `limit` of them hold them: those are
+        the best with the phrases too (a note past them scores no more). Then the total is
+        estimated, from the share of the hits checked that do, unless they were all the hits:
+        the best hold a phrase more often than the rest, so it leans high, and it is never
+        more than the notes holding the words. Else `strict()`, the query with its phrases,
+        is run instead."""
         s = self.index.searcher()
         estimated = False
         with self._reading("a search"):  # a ValueError may be the query's: passed on as it is
@@ -532,11 +533,18 @@ class NoteIndex:
         hits, total = res.hits, res.count
         out = self._notes(s, hits, by_key)
         if checks and out:
-            with self._reading("a search"):
-                held = _holding(s, self.schema, [(a, n.path) for (_, a), (_, n) in zip(hits, out)], checks)
-            best = [i for i, (_, a) in enumerate(hits) if (a.segment_ord, a.doc) in held]
+            # the best first, a quarter more than wanted: most often they are enough (the best
+            # by the words mostly hold the phrase); all at once when every hit is counted
+            best, done = [], 0
+            step = len(hits) if total == len(hits) else limit + limit // 4
+            while done < len(hits) and len(best) < limit:
+                part = range(done, min(done + step, len(hits)))
+                with self._reading("a search"):
+                    held = _holding(s, self.schema, [(hits[i][1], out[i][1].path) for i in part], checks)
+                best += [i for i in part if (hits[i][1].segment_ord, hits[i][1].doc) in held]
+                done, step = part.stop, len(hits)
             if len(best) >= limit or total == len(hits) or strict is None:
-                estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / len(hits))
+                estimated, total = total > len(hits), len(best) if total == len(hits) else round(total * len(best) / done)
                 hits, out = [hits[i] for i in best[:limit]], [out[i] for i in best[:limit]]
             else:
                 with self._reading("a search"):
