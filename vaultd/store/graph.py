@@ -334,8 +334,11 @@ class AnchorMatch:
                         there = {t for t in there if t not in named} if len(there) < len(named) \
                             else there.difference(named)
                 found |= there
-            # one subset: its notes in the order kept for its rarest term, else sorted here
-            walk = (t for t in self._order(rarest[0]) if t in found) if len(levels[m]) == 1 \
+            # one subset of many notes: in the order kept for its rarest term (walked until k
+            # are taken); else sorted here (walking that order to its end for a few notes took
+            # 1-2 ms at 100,000 notes)
+            order = self._order(rarest[0]) if len(levels[m]) == 1 and len(found) > 64 else None
+            walk = (t for t in order if t in found) if order is not None and len(found) * 16 > len(order) \
                 else sorted(found, reverse=True)
             out += [(m, t) for t in islice((t for t in walk if not skip(t)), k - len(out))]
             if len(out) >= k:
