@@ -174,3 +174,20 @@ def test_the_top_hits_are_those_every_candidate_s_share_of_the_words_gives(cover
         assert [(h["path"], h["score"]) for h in few] == [(h["path"], h["score"]) for h in every[:n]]
     if q == "alpha beta gamma":  # the notes holding all three, each once, first
         assert {h["path"] for h in every[:10]} == {f"n{i:02d}.md" for i in range(0, 60, 6)}
+
+
+def test_korean_function_words_weigh_little_beside_the_words_of_the_question(tmp_path_factory):
+    """`백업은 어떻게 해요` (how do I back up): the note about backups answers it, not the one
+    that asks `어떻게` (how) in its heading and every line, as English stop words weigh
+    little in `how do I ...`; a query of function words alone still ranks by them."""
+    root = _folder(tmp_path_factory, "ko-stop")
+    (root / "질문 모음.md").write_text("# 어떻게 하나요\n\n" + "이건 어떻게 하죠? 저건 어떻게 해요? " * 6 + "\n")
+    (root / "기록.md").write_text("# 기록\n\n매일 백업합니다. 백업 파일은 외장 디스크에 둡니다.\n")
+    for i in range(8):
+        (root / f"일기 {i}.md").write_text(f"# {i}일\n\n오늘은 산책을 했다.\n")
+    v = _indexed(root)
+    try:
+        assert _paths(v, "백업은 어떻게 해요", 2)[0] == "기록.md", _paths(v, "백업은 어떻게 해요", 2)
+        assert _paths(v, "어떻게", 1) == ["질문 모음.md"]
+    finally:
+        v.close()

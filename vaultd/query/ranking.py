@@ -10,7 +10,8 @@ names and body (notes with more of the words rank first); `"a phrase"`; `+word`
 must appear; `-word` and `-"a phrase"` must not; `OR` is accepted (words are
 alternatives already); `tag:x`, `title:x`, `path:folder/sub`, `after:2025-01-01`,
 `before:2025-02`. An operator with a value it cannot use is read as plain words.
-Hangul/Han/Kana runs are matched by their bigrams, so particles never block a match.
+Hangul/Han/Kana runs are matched by their bigrams, so particles never block a match;
+Korean function words (어떻게, 다른: stopwords_ko) weigh little beside other words.
 A word joined by -, _, . or / (`denote-link-description`, `foo_bar`) is a symbol:
 notes holding it whole rank above those holding only its parts, which still match.
 A word that no note contains is matched with typo tolerance; the last word also
@@ -32,6 +33,7 @@ from ..config import Search
 from ..errors import QueryError
 from ..note import Note
 from ..store.index import CJK_RUN, note_epoch, parse_date
+from . import stopwords_ko
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
 _EN = (
@@ -437,10 +439,13 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
                 should.append(bld.term("tags", fix, boosts.tag_boost * 0.9))
                 also += [*bld.stem_terms(fs[0]), should[-1]]
             should.append(bld.fuzzy(ws[0]))  # not a unit: a word held only fuzzily is not held
+    # Korean function words weigh little beside other words, as English stop words do
+    light = {r for r in cjk if stopwords_ko.is_stop(r)}
+    light = light if content or any(r not in light for r in cjk) else set()
     for run in dict.fromkeys(cjk):
         c = bld.cjk_clause(run)
         if c is not None:
-            should.append(c)
+            should.append(_Q.boost_query(c, _STOP_WEIGHT) if run in light else c)
         should.append(bld.term("tags", run, boosts.tag_boost))
     common = max(1, searcher.num_docs // 4)
     # Words next to each other count more, most in a title or heading: content words, corrected
