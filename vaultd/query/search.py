@@ -49,20 +49,10 @@ class Search:
         """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether
         COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
         tiers.min_results; "warm" always leaves it out; "all" searches everything."""
-        p = plan(self.index.schema, self.index.searcher(), q, self.config.search, self._text_bytes(), self._vocabulary)
+        cfg = self.config.search
+        p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
         if p.query is None:
             return 0, [], p, False
-        words = " ".join(w for w in p.parsed.words if ":" not in w)
-        # the query's vector made meanwhile, on the other core, where the model takes ms (see Embedder.prefetch)
-        pending = self.semantic.prefetch(words) if self.semantic is not None and words else None
-        try:
-            return self._ranked(p, words, limit, scope, pending)
-        finally:
-            if pending is not None:
-                pending()  # taken, or let go of
-
-    def _ranked(self, p: Plan, words: str, limit: int, scope: str, pending) -> tuple[int, list[tuple[float, Note]], Plan, bool]:
-        cfg = self.config.search
         total, p.estimated, found, cover = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
                                                              p.units if cfg.coverage_weight else (), p.checks, p.strict)
         indexed = len(found)  # the index's candidates; anchor text may add more
@@ -104,7 +94,7 @@ class Search:
         ranked = sorted(zip(scores, (n for _, n in found)), key=lambda t: (-t[0], t[1].path))
         p.shares = shares
         sem = self.semantic
-        if sem is not None and words:
+        if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
             # the best section's closeness to the words, fused into the top candidates' scores
             # where the words fall short; and when they find few notes, those nearest by their
             # vectors join them
@@ -116,7 +106,7 @@ class Search:
             scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
             if p.weight or scan:  # neither: the words are trusted alone, and the query is not embedded
                 before = len(ranked)
-                ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes, pending)
+                ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
                 total += len(ranked) - before  # notes the vector scan added are matches too
         with_cold = scope == "all"
         if not with_cold:

@@ -26,12 +26,8 @@ import logging
 import mmap
 import os
 import re
-import select
 import struct
-import subprocess
-import sys
 import threading
-import time
 from array import array
 from pathlib import Path
 
@@ -421,161 +417,6 @@ def loaded(name: str) -> Model | None:
     return _loaded.get(name)
 
 
-class QueryHelper:
-    """A child process holding model `name` that embeds one query at a time, on the other core
-    while this one runs the lexical search: the multilingual model takes 2-3 ms a query
-    (its 13 MB of weights read from memory), too much to add to a search's few ms. The
-    lexical search keeps the GIL for most of that time, so a thread could not overlap it.
-
-    `submit(text)` writes the query and returns at once; `result()` reads the vector back.
-    A query asked while another is in flight, a child not ready, dead or slower than
-    HELPER_TIMEOUT: None, and the caller embeds it itself. A child that failed (or ended) is
-    started again HELPER_RETRY s later. It exits when its pipe closes (this process gone)."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self._proc: subprocess.Popen | None = None
-        self._ready = False
-        self._lock = threading.Lock()  # one query in flight
-        self._failed_at = -HELPER_RETRY
-
-    def start(self) -> None:
-        """Start the child (it loads its model, about a second), unless it runs or failed lately."""
-        with self._lock:
-            self._start()
-
-    def _start(self) -> None:
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                return
-            self._fail(f"ended (exit {self._proc.returncode})")
-        if time.monotonic() - self._failed_at < HELPER_RETRY:
-            return
-        self._ready = False
-        try:
-            self._proc = subprocess.Popen([sys.executable, "-m", __name__, self.name], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, close_fds=True)
-        except OSError as e:
-            self._fail(f"not started: {e}")
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
-
-    @property
-    def ready(self) -> bool:
-        return self._ready
-
-    def _fail(self, why: str) -> None:
-        logger.warning("semantic: the query helper (%s) %s; queries are embedded in the daemon meanwhile",
-                       self.name, why)
-        self._failed_at = time.monotonic()
-        self._ready = False
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait()
-            self._proc = None
-
-    def _read(self, n: int, timeout: float) -> bytes | None:
-        fd, data, end = self._proc.stdout.fileno(), b"", time.monotonic() + timeout
-        while len(data) < n:
-            left = end - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, n - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def submit(self, text: str):
-        """A callable giving `text`'s vector (or None, then embed it yourself), or None at once
-        when the child cannot take it now. The callable must be called: it frees the child."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            self._start()
-            if (proc := self._proc) is None:
-                return self._lock.release()
-            if not self._ready:  # its first byte says its model is loaded
-                if not select.select([proc.stdout.fileno()], [], [], 0)[0]:
-                    return self._lock.release()
-                if self._read(1, HELPER_TIMEOUT) != b"R":
-                    self._fail("did not load its model")
-                    return self._lock.release()
-                self._ready = True
-            data = text.encode("utf-8", "replace")
-            proc.stdin.write(len(data).to_bytes(4, "little") + data)
-            proc.stdin.flush()
-        except (OSError, ValueError) as e:
-            self._fail(f"failed: {e}")
-            return self._lock.release()
-        done: list = []
-
-        def result() -> np.ndarray | None:
-            if done:
-                return done[0]
-            try:
-                head = self._read(4, HELPER_TIMEOUT)
-                body = self._read(int.from_bytes(head, "little"), HELPER_TIMEOUT) if head else None
-                if body is None or len(body) != 4 * MODELS[self.name].dim:
-                    self._fail("did not answer" if body is None else "gave no vector")
-                    done.append(None)
-                else:
-                    done.append(np.frombuffer(body, np.float32))
-            except (OSError, ValueError) as e:
-                self._fail(f"failed: {e}")
-                done.append(None)
-            finally:
-                self._lock.release()
-            return done[0]
-
-        return result
-
-    def close(self) -> None:
-        with self._lock:
-            if self._proc is not None:
-                self._proc.stdin.close()  # it exits at the end of its input
-                try:
-                    self._proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self._proc.kill()
-                    self._proc.wait()
-                self._proc = None
-
-
-HELPER_TIMEOUT = 2.0
-"""Seconds a query helper may take to answer (a busy machine: tens of ms) before it is
-taken for hung, stopped, and the query embedded in the daemon."""
-
-HELPER_RETRY = 60.0
-"""Seconds after a query helper failed before it is started again."""
-
-
-def _serve(name: str) -> None:
-    """A query helper's side (see QueryHelper): `R` once the model is loaded, then for each
-    query (4 bytes of length, UTF-8) its vector (4 bytes of length, float32), or a length 0."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the daemon's to handle: it closes the pipe
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    m = model(name)
-    out.write(b"R")
-    out.flush()
-    while True:
-        if not select.select([inp], [], [], 1.0)[0]:  # idle a second: the table's pages read given back
-            m.release()
-        if len(head := inp.read(4)) != 4:
-            return
-        text = inp.read(int.from_bytes(head, "little")).decode("utf-8", "replace")
-        try:
-            vec = np.ascontiguousarray(m.embed([text])[0], np.float32).tobytes()
-        except Exception:  # noqa: BLE001 - an answer of no vector: the daemon embeds it itself
-            vec = b""
-        out.write(len(vec).to_bytes(4, "little") + vec)
-        out.flush()
-
-
 def is_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
 
@@ -616,7 +457,3 @@ def fuse(lexical: list[float], cosine: list[float | None], weight: float) -> lis
     span = hi - lo or 1.0
     return [(1 - weight) * s + weight * top * ((c if c is not None else lo) - lo) / span
             for s, c in zip(lexical, cosine)]
-
-
-if __name__ == "__main__":  # a query helper (see QueryHelper)
-    _serve(sys.argv[1])

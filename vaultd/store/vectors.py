@@ -9,13 +9,13 @@ carry the hash of the text they were made from: changed notes are embedded again
 
 from __future__ import annotations
 
+import functools
 import logging
 import mmap
 import os
 import struct
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 from typing import NamedTuple
 
@@ -345,37 +345,13 @@ class Store:
         return True
 
 
-_QUERY_VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
-_query_lock = threading.Lock()
-QUERY_VECTORS = 256
-"""Query vectors kept for the next time the same words are asked (an agent's `context` after
-its `search`, an editor asking again as the user types): the multilingual model takes
-milliseconds a query."""
-
-
-def _kept_vector(name: str, text: str) -> np.ndarray | None:
-    with _query_lock:
-        q = _QUERY_VECTORS.get((name, text))
-        if q is not None:
-            _QUERY_VECTORS.move_to_end((name, text))
-        return q
-
-
-def _query_vector(name: str, text: str, pending=None) -> np.ndarray | None:
-    """`text`'s vector by model `name`: kept, the query helper's (`pending`, see Embedder.prefetch),
-    or made here when the model is loaded (else None). Read-only: it is shared."""
-    q = _kept_vector(name, text)
-    if q is None and pending is not None:
-        q = pending()
-    if q is None:
-        if (model := semantic.loaded(name)) is None:
-            return None
-        q = model.embed([text])[0]
+@functools.lru_cache(maxsize=256)
+def _query_vector(model: semantic.Model, text: str) -> np.ndarray:
+    """A query's vector, kept for the next time the same words are asked (an agent's `context`
+    after its `search`, an editor asking again as the user types): the multilingual model
+    takes milliseconds a query. Read-only: it is shared."""
+    q = model.embed([text])[0]
     q.flags.writeable = False
-    with _query_lock:
-        _QUERY_VECTORS[(name, text)] = q
-        while len(_QUERY_VECTORS) > QUERY_VECTORS:
-            _QUERY_VECTORS.popitem(last=False)
     return q
 
 
@@ -401,8 +377,6 @@ class Embedder:
         """The last failure (for status)."""
         self.broken: str | None = None
         """Why semantic recall is off (a model that could not be loaded), or None."""
-        self.helper = semantic.QueryHelper("use") if cjk else None
-        """Embeds Hangul/Han/Kana queries while the lexical search runs (see prefetch)."""
 
     def start(self) -> None:
         """Start the thread: it reads the saved vectors, queues every note whose vectors are
@@ -423,17 +397,6 @@ class Embedder:
         self.changed([p for p, n in notes.items()
                       if any((e := s.notes.get(p)) is None or e[0] != n.hash for s in self.stores.values())])
 
-    def prefetch(self, text: str):
-        """`text`'s vector started in the query helper, when the multilingual model will embed it
-        (Hangul/Han/Kana, none kept, notes with vectors of it, a weight or scan that asks for
-        it): a callable for rescore's `pending`, which must be called; else None."""
-        cfg = self.vault.config.semantic
-        h = self.helper
-        if (h is None or self.broken or not (cfg.cjk_weight or cfg.scan) or not semantic.is_cjk(text)
-                or not self.stores["use"].rows or _kept_vector("use", text) is not None):
-            return None
-        return h.submit(text)
-
     def changed(self, paths) -> None:
         """Notes committed (changed, added or deleted): their vectors are made anew (or dropped)."""
         with self._cond:
@@ -450,8 +413,6 @@ class Embedder:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        if self.helper is not None:
-            self.helper.close()
         self.save()
 
     def save(self) -> None:
@@ -470,14 +431,12 @@ class Embedder:
     def status(self) -> dict:
         """Its models, whether queries get their semantic part now (`ready`: the model is loaded,
         a second or so after start), the notes embedded (and the sections of each model), the
-        notes waiting to be, its last error, and its query helper (pid, whether its model is
-        loaded; null until the vault has Hangul/Han/Kana sections)."""
+        notes waiting to be, its last error."""
         return {"models": [self.stores[m].name for m in self.models],
                 "ready": not self.broken and semantic.loaded("wordllama") is not None,
                 "notes": len(self.stores["wordllama"].notes),
                 "sections": {self.stores[m].name: self.stores[m].rows for m in self.models},
-                "pending": self.pending, "error": self.error,
-                "helper": None if (h := self.helper) is None or h.pid is None else {"pid": h.pid, "ready": h.ready}}
+                "pending": self.pending, "error": self.error}
 
     def _run(self) -> None:
         try:
@@ -528,8 +487,6 @@ class Embedder:
         for m in self.models:
             if (model := semantic.loaded(m)) is not None:
                 model.release()
-        if self.helper is not None and semantic.loaded("use") is not None:
-            self.helper.start()  # once the vault has Hangul/Han/Kana sections (the model loaded for them)
         _release_freed_memory()
 
     def _embed(self, batch: list[str]) -> None:
@@ -563,19 +520,17 @@ class Embedder:
         self.embedded += len(texts)
         self._unsaved = True
 
-    def rescore(self, text: str, ranked: list, weight: float, scan: int, notes: dict, pending=None) -> tuple[list, dict]:
+    def rescore(self, text: str, ranked: list, weight: float, scan: int, notes: dict) -> tuple[list, dict]:
         """`ranked` [(lexical score, note)] re-scored with the cosine of each note's best section
         to `text` (see semantic.fuse), and, when `scan`, the `scan` notes nearest by their
         vectors added; (the list re-sorted, {path: (lexical, cosine, section's line)}).
-        Hangul/Han/Kana text uses the multilingual model, or none when it is off; `pending`: its
-        vector from the query helper (see prefetch)."""
+        Hangul/Han/Kana text uses the multilingual model, or none when it is off."""
         m = "use" if semantic.is_cjk(text) else "wordllama"
         store = self.stores.get(m)
-        if store is None or not store.rows or self.broken:
+        model = semantic.loaded(m)  # loaded by the embedder: a query never waits for a model to load
+        if store is None or not store.rows or model is None or self.broken:
             return ranked, {}
-        q = _query_vector(m, text, pending)  # the model loaded by the embedder: a query never waits for it
-        if q is None:
-            return ranked, {}
+        q = _query_vector(model, text)
         if scan:
             seen = {n.path for _, n in ranked}
             ranked = ranked + [(0.0, notes[p]) for c, p in store.scan(q, scan)
