@@ -322,8 +322,12 @@ def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, s
         d.wait_generation(gen, timeout=10)
         wait_for(lambda: d.status()["semantic"]["sections"][use] == 1, 30)
         assert "use-multilingual-v3" in Path(f"/proc/{d.proc.pid}/maps").read_text()
-        hit = d.request("search", q="환불 요청", explain=True)["hits"][0]
+        hit = d.request("search", q="환불 기한", explain=True)["hits"][0]  # 기한 (deadline): not in the note
         assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None and hit["explain"]["weight"] > 0
+        # words the note holds all of (환불을 요청할: at least half the bigrams of each) rank alone,
+        # as English ones do: the query is not embedded
+        held = d.request("search", q="환불 요청할", explain=True)["hits"][0]
+        assert held["path"] == "환불.md" and held["explain"] == {**held["explain"], "semantic": None, "weight": 0.0}
     finally:
         d.stop()
 
@@ -353,7 +357,7 @@ def test_a_lost_vectors_file_of_one_model_is_made_again(tmp_path, short_dir):
     try:
         wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"]
                  and s["sections"][use] == made, 60)
-        hit = d.request("search", q="환불 요청", explain=True)["hits"][0]
+        hit = d.request("search", q="환불 기한", explain=True)["hits"][0]
         assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None
     finally:
         d.stop()

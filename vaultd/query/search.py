@@ -16,7 +16,8 @@ from ..parse import decode
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
 from ..store.index import CJK_RUN, note_epoch
-from .ranking import Plan, Vocabulary, blend, covered, plan
+from . import stopwords_ko
+from .ranking import Plan, Vocabulary, bigrams, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import cold_test
 
@@ -102,8 +103,13 @@ class Search:
             # a candidate holds every word (one word found holds it; words not counted, as with
             # coverage_weight 0, are not known to be held)
             matched = bool(ranked) and (max(shares.values()) >= 1.0 if cover is not None else len(p.units) < 2)
-            p.weight = scfg.cjk_weight if CJK_RUN.search(words) else scfg.matched_weight if matched else scfg.weight
             scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
+            if CJK_RUN.search(words):  # Hangul/Han/Kana words are not counted: held as context holds them
+                held = self._holds_runs(words, [n for _, n in ranked[:cfg.limit]
+                                                if cover is None or shares.get(n.path, 0.0) >= 1.0])
+                p.weight = scfg.matched_weight if held else scfg.cjk_weight
+            else:
+                p.weight = scfg.matched_weight if matched else scfg.weight
             if p.weight or scan:  # neither: the words are trusted alone, and the query is not embedded
                 before = len(ranked)
                 ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
@@ -114,6 +120,21 @@ class Search:
             with_cold = scope == "auto" and len(warm) < tiers.min_results and len(warm) < len(ranked)
             ranked = ranked if with_cold else warm
         return total, ranked[:limit], p, with_cold
+
+    def _holds_runs(self, words: str, notes: list[Note]) -> bool:
+        """Whether one of `notes` holds every Hangul/Han/Kana word of `words` (its function words
+        aside, as stop words are), each by at least half its bigrams (a particle or an ending
+        alone is one bigram of a word's three); a word of one character is not counted."""
+        runs = [r for r in dict.fromkeys(CJK_RUN.findall(words.lower())) if len(r) > 1]
+        runs = [set(bigrams(r)) for r in ([r for r in runs if not stopwords_ko.is_stop(r)] or runs)]
+        grams = list(dict.fromkeys(g for r in runs for g in sorted(r)))
+        if not notes or not runs or len(grams) > 23:
+            return bool(notes) and not runs
+        for mask in self.index.held_bigrams([n.path for n in notes], grams, self._by_key).values():
+            held = {g for i, g in enumerate(grams) if mask >> i & 1}
+            if all(2 * len(r & held) >= len(r) for r in runs):
+                return True
+        return False
 
     def search(self, q: str, limit: int | None = None, scope: str = "auto", snippets: bool = True,
                explain: bool = False) -> dict:

@@ -509,6 +509,19 @@ class NoteIndex:
                 out[note.path] = note
             return out
 
+    def held_bigrams(self, paths: list[str], grams: list[str], by_key: dict[int, Note] | None = None) -> dict[str, int]:
+        """Which of `grams` (Hangul/Han/Kana bigrams, at most 23) each note at `paths` holds, in
+        any field, as a bit mask: one search among them, each bigram a power of two of the score."""
+        Q, O = tantivy.Query, tantivy.Occur
+        among = Q.const_score_query(Q.boolean_query([(O.Should, Q.term_query(self.schema, "path", p)) for p in paths]), 0.0)
+        bits = [(O.Should, Q.const_score_query(Q.boolean_query(
+                    [(O.Should, Q.term_query(self.schema, f"{f}_ko", g)) for f in ("title", "headings", "folders", "body")]),
+                    float(1 << i))) for i, g in enumerate(grams[:23])]
+        s = self.index.searcher()
+        with self._reading("a search"):
+            hits = s.search(Q.boolean_query([(O.Must, among), *bits]), limit=max(1, len(paths)), count=False).hits
+            return {n.path: round(score) for score, n in self._notes(s, hits, by_key)}
+
     def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = (),
                checks: list[list[tantivy.Query]] = (), strict: Callable[[], tantivy.Query] | None = None
                ) -> tuple[int, bool, list[tuple[float, Note | NoteHead]], Callable[[list[int]], dict[str, float]] | None]:
