@@ -191,3 +191,27 @@ def test_korean_function_words_weigh_little_beside_the_words_of_the_question(tmp
         assert _paths(v, "어떻게", 1) == ["질문 모음.md"]
     finally:
         v.close()
+
+
+def test_a_content_word_of_the_korean_stop_list_keeps_its_weight(tmp_path_factory):
+    """The list's nouns are searched for (양자 quantum, 시간 time): `양자 암호` (quantum
+    cryptography) ranks the note on it above one that says 암호 (password) twice."""
+    root = _folder(tmp_path_factory, "ko-content")
+    (root / "보안세미나.md").write_text("# 보안 세미나\n\n오늘 발표는 양자 암호 통신 실험이었다.\n")
+    (root / "비밀번호.md").write_text("# 계정 정리\n\n암호 변경 주기를 정하고 암호 관리자를 쓴다.\n")
+    (root / "생산성.md").write_text("# 생산성\n\n하루 시간 관리 요령.\n")
+    (root / "창고.md").write_text("# 창고\n\n재고 관리 대장 작성.\n")
+    (root / "양자컴퓨터.md").write_text("# 양자 컴퓨터 입문\n\n큐비트와 중첩, 양자 게이트의 기초.\n")
+    (root / "큐비트.md").write_text("# 큐비트 정리\n\n큐비트는 양자 컴퓨터의 기본 단위다.\n")
+    (root / "시간여행.md").write_text("# 시간 여행 소설 목록\n\n타임머신이 나오는 이야기들.\n")
+    (root / "타임머신.md").write_text("# 타임머신 영화\n\n시간 여행을 다룬 영화 목록.\n")
+    for i in range(6):
+        (root / f"일기 {i}.md").write_text(f"# {i}일\n\n오늘은 산책을 했다.\n")
+    v = _indexed(root)
+    try:
+        got = _paths(v, "양자 암호")
+        assert got.index("보안세미나.md") < got.index("비밀번호.md"), got
+        got = _paths(v, "시간 관리")
+        assert got.index("생산성.md") < got.index("창고.md"), got
+    finally:
+        v.close()

@@ -328,6 +328,12 @@ def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, s
         # as English ones do: the query is not embedded
         held = d.request("search", q="환불 요청할", explain=True)["hits"][0]
         assert held["path"] == "환불.md" and held["explain"] == {**held["explain"], "semantic": None, "weight": 0.0}
+        # a Latin word counts too: no note holds `dropbox`, so the words fall short
+        mixed = d.request("search", q="dropbox 환불", explain=True)["hits"]
+        assert mixed[0]["path"] == "환불.md" and mixed[0]["explain"]["weight"] > 0
+        # ...and a function word need not be held beside one: `refund` is held, `어떻게` (how) aside
+        how = d.request("search", q="refund 어떻게", explain=True)["hits"]
+        assert how[0]["path"] == "Refund policy.md" and all(h["explain"]["weight"] == 0.0 for h in how)
     finally:
         d.stop()
 

@@ -15,7 +15,7 @@ from ..note import Note, headings_of
 from ..parse import decode
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
-from ..store.index import CJK_RUN, note_epoch
+from ..store.index import CJK_RUN, HELD_BITS, note_epoch
 from . import stopwords_ko
 from .ranking import Plan, Vocabulary, bigrams, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
@@ -105,8 +105,7 @@ class Search:
             matched = bool(ranked) and (max(shares.values()) >= 1.0 if cover is not None else len(p.units) < 2)
             scan = scfg.scan if len(ranked) < scfg.scan and not matched and not p.parsed.constrained else 0
             if CJK_RUN.search(words):  # Hangul/Han/Kana words are not counted: held as context holds them
-                held = self._holds_runs(words, [n for _, n in ranked[:cfg.limit]
-                                                if cover is None or shares.get(n.path, 0.0) >= 1.0])
+                held = self._holds_all(words, [n for _, n in ranked[:cfg.limit]], p.units)
                 p.weight = scfg.matched_weight if held else scfg.cjk_weight
             else:
                 p.weight = scfg.matched_weight if matched else scfg.weight
@@ -121,18 +120,24 @@ class Search:
             ranked = ranked if with_cold else warm
         return total, ranked[:limit], p, with_cold
 
-    def _holds_runs(self, words: str, notes: list[Note]) -> bool:
-        """Whether one of `notes` holds every Hangul/Han/Kana word of `words` (its function words
-        aside, as stop words are), each by at least half its bigrams (a particle or an ending
-        alone is one bigram of a word's three); a word of one character is not counted."""
+    def _holds_all(self, words: str, notes: list[Note], units: list) -> bool:
+        """Whether one of `notes` holds every word of a query with Hangul/Han/Kana: its Latin
+        words (`units`: what finds each), and each Hangul/Han/Kana word by at least half its
+        bigrams (a particle or an ending alone is one bigram of a word's three), function words
+        aside as stop words are (all of them when the query has no other word); a word of one
+        character is not counted. One search among them (see NoteIndex.held); a query of more
+        words than it tells apart is taken as not held."""
         runs = [r for r in dict.fromkeys(CJK_RUN.findall(words.lower())) if len(r) > 1]
-        runs = [set(bigrams(r)) for r in ([r for r in runs if not stopwords_ko.is_stop(r)] or runs)]
+        runs = [set(bigrams(r)) for r in ([r for r in runs if not stopwords_ko.is_stop(r)] or ([] if units else runs))]
         grams = list(dict.fromkeys(g for r in runs for g in sorted(r)))
-        if not notes or not runs or len(grams) > 23:
-            return bool(notes) and not runs
-        for mask in self.index.held_bigrams([n.path for n in notes], grams, self._by_key).values():
-            held = {g for i, g in enumerate(grams) if mask >> i & 1}
-            if all(2 * len(r & held) >= len(r) for r in runs):
+        if not notes or len(grams) + len(units) > HELD_BITS:
+            return False
+        if not grams and not units:
+            return True
+        every_unit = (1 << len(units)) - 1
+        for mask in self.index.held([n.path for n in notes], [*units, *map(self.index.bigram, grams)], self._by_key).values():
+            held = {g for i, g in enumerate(grams, len(units)) if mask >> i & 1}
+            if mask & every_unit == every_unit and all(2 * len(r & held) >= len(r) for r in runs):
                 return True
         return False
 

@@ -2,11 +2,20 @@
 little in a query of other words, as Snowball's English stop words do (see ranking._STOP).
 
 The words are the ranks.nl Korean list as stopwords-iso publishes it
-(github.com/stopwords-iso/stopwords-ko, raw/ranksnl-korean.txt), unedited but for what a
-query's run of Hangul can be: single words of two syllables or more (one syllable has no
-bigram to search by, and a phrase is never one run). A run is one of them as it is or with
-one particle after it (어떻게, 무엇을, syncthing에서: 에서).
+(github.com/stopwords-iso/stopwords-ko, raw/ranksnl-korean.txt), less what a query's run
+of Hangul cannot be (phrases, and words of one syllable, which have no bigram to search
+by) and less its content words (CONTENT: weighed a quarter, `양자 암호` ranked a note on
+passwords above one on quantum cryptography). A run is one of them as it is or with one
+particle after it (어떻게, 무엇을, syncthing에서: 에서).
 """
+
+CONTENT = frozenset("""
+    시간 시각 무렵 자신 자기 자기집 전자 양자 기타 아이 이상 다수 여부 전부 하나 혼자 타인 옆사람 소생
+    소인 남들 다음 전후 다섯 여섯 일곱 여덟 아홉 이천육 이천칠 이천팔 이천구 좋아 비슷하다 놀라다
+    구토하다 게우다 토하다 메쓰겁다 도착하다 도달하다 연관되다 오르다 타다 향하다
+""".split())
+"""The list's nouns, numerals, verbs and adjectives a person searches for (시간 time, 양자
+quantum, 기타 guitar, 아이 child, 좋아 of 좋아하고, ...): not function words here."""
 
 WORDS = frozenset("""
     가까스로 가령 각각 각자 각종 갖고말하자면 같다 같이 개의치않고 거니와 거바 거의 것들 게다가 게우다 겨우 견지에서 결국 겸사겸사 고려하면 고로 공동으로 과연
@@ -29,7 +38,7 @@ WORDS = frozenset("""
     하느니 하는것도 하는바 하더라도 하도다 하도록시키다 하도록하다 하든지 하려고하다 하마터면 하면된다 하면서 하물며 하여금 하여야 하자마자 하지마 하지마라 하지만
     하하 한다면 한데 한마디 한적이있다 한켠으로는 한항목 할때 할만하다 할망정 할뿐 할수있다 할수있어 할줄알다 할지라도 할지언정 함께 해도된다 해도좋다 해봐요
     해야한다 해요 했어요 향하다 향하여 향해서 허걱 허허 헉헉 헐떡헐떡 혹시 혹은 혼자 훨씬 휘익 흐흐 힘입어
-""".split())
+""".split()) - CONTENT
 
 PARTICLES = ("으로", "에서", "에게", "까지", "부터", "이랑", "하고", "을", "를", "이", "가", "은", "는", "의", "에", "로",
              "와", "과", "도", "만", "요")

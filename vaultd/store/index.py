@@ -202,6 +202,9 @@ COVERAGE_UNITS = 20
 """Query words past this many do not count towards coverage (one float holds the mask)."""
 
 
+HELD_BITS = 23
+"""Queries NoteIndex.held tells apart in one search: a float32 holds 2^24 exactly."""
+
 CHECKED = 200
 """The best hits a phrase that is not scored is checked in (see NoteIndex.search)."""
 
@@ -509,18 +512,21 @@ class NoteIndex:
                 out[note.path] = note
             return out
 
-    def held_bigrams(self, paths: list[str], grams: list[str], by_key: dict[int, Note] | None = None) -> dict[str, int]:
-        """Which of `grams` (Hangul/Han/Kana bigrams, at most 23) each note at `paths` holds, in
-        any field, as a bit mask: one search among them, each bigram a power of two of the score."""
+    def held(self, paths: list[str], queries: list[tantivy.Query], by_key: dict[int, Note] | None = None) -> dict[str, int]:
+        """Which of `queries` (at most HELD_BITS) find each note at `paths`, as a bit mask: one
+        search among them, each query a power of two of the score (exact in a float32)."""
         Q, O = tantivy.Query, tantivy.Occur
         among = Q.const_score_query(Q.boolean_query([(O.Should, Q.term_query(self.schema, "path", p)) for p in paths]), 0.0)
-        bits = [(O.Should, Q.const_score_query(Q.boolean_query(
-                    [(O.Should, Q.term_query(self.schema, f"{f}_ko", g)) for f in ("title", "headings", "folders", "body")]),
-                    float(1 << i))) for i, g in enumerate(grams[:23])]
+        bits = [(O.Should, Q.const_score_query(q, float(1 << i))) for i, q in enumerate(queries[:HELD_BITS])]
         s = self.index.searcher()
         with self._reading("a search"):
             hits = s.search(Q.boolean_query([(O.Must, among), *bits]), limit=max(1, len(paths)), count=False).hits
             return {n.path: round(score) for score, n in self._notes(s, hits, by_key)}
+
+    def bigram(self, gram: str) -> tantivy.Query:
+        """A Hangul/Han/Kana bigram in any field."""
+        return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f"{f}_ko", gram))
+                                            for f in ("title", "headings", "folders", "body")])
 
     def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = (),
                checks: list[list[tantivy.Query]] = (), strict: Callable[[], tantivy.Query] | None = None
