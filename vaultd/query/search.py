@@ -76,26 +76,36 @@ class Search:
         scores = [blend(score, note_epoch(n), is_cold(n.path), cfg, now, anchors.get(n.path, 0.0))
                   * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1) for score, n in found]
         shares: dict[str, float] = {}
+        words = " ".join(w for w in p.parsed.words if ":" not in w)  # what semantic recall embeds
         if cover is not None:
-            # semantic recall weighs every candidate's share; else only those that can still
-            # reach the top `limit` (kept, where COLD is left out) need theirs
+            # only the candidates that can still reach the top `want` (kept, where COLD is left
+            # out) need their share
             keep = (lambda n: True) if scope == "all" else (lambda n: not is_cold(n.path))
-            want = indexed if self.semantic is not None else limit
             order = sorted(range(indexed), key=scores.__getitem__, reverse=True)
-            todo, done = order[: want + COVER_MARGIN], set()
-            while todo:
-                shares.update(cover(todo))
-                done.update(todo)
-                for i in todo:
-                    scores[i] = covered(scores[i], shares.get(found[i][1].path, 0.0), cfg)
-                settled = sorted((scores[i] for i in range(len(found)) if (i in done or i >= indexed) and keep(found[i][1])),
-                                 reverse=True)
-                least = settled[want - 1] if len(settled) >= want else -math.inf
-                todo = [i for i in order if i not in done and scores[i] >= least]
+            done: set[int] = set()
+
+            def settle(want: int) -> None:
+                todo = [i for i in order[: want + COVER_MARGIN] if i not in done]
+                while todo:
+                    shares.update(cover(todo))
+                    done.update(todo)
+                    for i in todo:
+                        scores[i] = covered(scores[i], shares.get(found[i][1].path, 0.0), cfg)
+                    settled = sorted((scores[i] for i in range(len(found))
+                                      if (i in done or i >= indexed) and keep(found[i][1])), reverse=True)
+                    least = settled[want - 1] if len(settled) >= want else -math.inf
+                    todo = [i for i in order if i not in done and scores[i] >= least]
+
+            settle(limit)
+            # semantic recall re-scores every candidate, each with its share: unless the words
+            # rank alone (an English query a candidate holds all of, at matched_weight 0)
+            if self.semantic is not None and (CJK_RUN.search(words) or self.config.semantic.matched_weight
+                                              or max(shares.values(), default=0.0) < 1.0):
+                settle(indexed)
         ranked = sorted(zip(scores, (n for _, n in found)), key=lambda t: (-t[0], t[1].path))
         p.shares = shares
         sem = self.semantic
-        if sem is not None and (words := " ".join(w for w in p.parsed.words if ":" not in w)):
+        if sem is not None and words:
             # the best section's closeness to the words, fused into the top candidates' scores
             # where the words fall short; and when they find few notes, those nearest by their
             # vectors join them
