@@ -32,7 +32,7 @@ import tantivy
 from ..config import Search
 from ..errors import QueryError
 from ..note import Note
-from ..store.index import CJK_RUN, note_epoch, parse_date
+from ..store.index import CJK_RUN, TEXT_FIELDS, note_epoch, parse_date
 from . import stopwords_ko
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
@@ -56,7 +56,7 @@ hold all of the query. The index keeps them: `"to be or not to be"` still finds 
 _STOP_WEIGHT = 0.25
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
-_FIELDS = ("title", "headings", "folders", "body")
+_FIELDS = TEXT_FIELDS
 _SYMBOL = re.compile(r"\w+(?:[-_./]\w+)+")
 """A word joined by -, _, . or / (denote-link-description, foo_bar, a.b.c, org/roam): a name
 from code, a config or a path, matched whole before its parts (see _Builder.symbol)."""
@@ -248,7 +248,7 @@ class _Builder:
         """The stem in each field stem_clause weighs, unweighed: the notes it finds, as a plain
         union finds them (for Plan.units: at 100,000 notes, searched among the candidates
         up to 1.7x faster than the weighed clause, whose per-field max reads postings near each)."""
-        return [_Q.term_query(self.schema, f, s) for f in ("title", "headings", "folders", "body")]
+        return [_Q.term_query(self.schema, f, s) for f in _FIELDS]
 
     def stem_clause(self, s: str) -> tantivy.Query:
         b = self.b

@@ -127,13 +127,18 @@ def split_cjk_lines(lines: list[str]) -> tuple[str, str]:
     return "\n".join(out), " ".join(spans)
 
 
+TEXT_FIELDS = ("title", "headings", "folders", "body")
+"""The fields a note's words are searched in: each English-stemmed, and as `<name>_ko` by
+Hangul/Han/Kana bigrams."""
+
+
 def _schema() -> tantivy.Schema:
     b = tantivy.SchemaBuilder()
     b.add_text_field("path", stored=True, tokenizer_name="raw")
     b.add_text_field("id", stored=False, tokenizer_name="raw")
     b.add_text_field("uuid", stored=False, tokenizer_name="raw")
     b.add_text_field("tags", stored=False, tokenizer_name="tag")
-    for name in ("title", "headings", "folders", "body"):
+    for name in TEXT_FIELDS:
         b.add_text_field(name, stored=False, tokenizer_name="en_stem")
         b.add_text_field(f"{name}_ko", stored=False, tokenizer_name="bigram", index_option="freq")
     b.add_text_field("dirs", stored=False, tokenizer_name="raw", index_option="basic")
@@ -526,7 +531,7 @@ class NoteIndex:
     def bigram(self, gram: str) -> tantivy.Query:
         """A Hangul/Han/Kana bigram in any field."""
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f"{f}_ko", gram))
-                                            for f in ("title", "headings", "folders", "body")])
+                                            for f in TEXT_FIELDS])
 
     def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = (),
                checks: list[list[tantivy.Query]] = (), strict: Callable[[], tantivy.Query] | None = None
