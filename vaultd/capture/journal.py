@@ -18,6 +18,7 @@ import stat
 from pathlib import Path
 
 from ..split import splitter as split
+from ..store import checked
 from ..store.state import write_atomic
 
 
@@ -56,10 +57,14 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
                 view = view[os.write(fd, view):]
             os.fsync(fd)
         split._crash_point(2)
-    except BaseException:
+    except BaseException as e:
+        if fd is not None:
+            os.close(fd)
+            fd = None
         if saved:
             _cut_back(vault, entry)
             entry["status"] = "aborted"
+            entry["reason"] = str(e) or type(e).__name__
             journal.save(entry)
         raise
     finally:
@@ -72,25 +77,28 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
 
 def _cut_back(vault: Path, entry: dict) -> bool:
     """Take out what an interrupted append wrote (all or a first part of its bytes, at the
-    end of the same file). Whether it did."""
+    end of the same file), through checked writes: a save landing meanwhile is kept whole
+    (then nothing is cut). Whether it did."""
     a, p = entry["append"], vault / entry["note"]
     new, head = split._unb64(a["bytes"]), split._unb64(a["head"])
     try:
-        with open(p, "rb+") as f:
+        with open(p, "rb") as f:
             st = os.fstat(f.fileno())
             if a["file"] is None or [st.st_dev, st.st_ino] != a["file"] or st.st_size <= a["offset"] or \
                     st.st_size > a["offset"] + len(new):
                 return False
-            f.seek(a["offset"])
-            if not new.startswith(f.read()):
-                return False
-            if head is not None:
-                p.unlink()
-                _unmake(vault, a["made"])
-            else:
-                f.truncate(a["offset"])
-                os.fsync(f.fileno())
-            return True
+            data = f.read()
+        if not new.startswith(data[a["offset"]:]):
+            return False
+        if head is not None:
+            checked.remove(p, data)
+            _unmake(vault, a["made"])
+        else:
+            checked.replace(p, data, data[:a["offset"]])
+        return True
+    except checked.Changed as e:
+        split.event(entry, "left", entry["note"], f"cutting back the entry: {e.reason}")
+        return False
     except OSError:
         return False
 
@@ -150,11 +158,17 @@ def undo(vault: Path, journal: split.Journal, entry: dict) -> list[str]:
     rest = data[:at] + data[at + len(split._unb64(a["bytes"])):]
     made = a if a["head"] is not None else next(  # the entry that made the note, undone before this one or not
         (e["append"] for e in journal.all() if is_append(e) and e["note"] == entry["note"] and e["append"]["head"]), None)
-    if made is not None and rest == split._unb64(made["head"]):
-        p.unlink()
-        _unmake(vault, made["made"])
-    else:
-        write_atomic(p, rest)
+    try:
+        if made is not None and rest == split._unb64(made["head"]):
+            checked.remove(p, data)
+            _unmake(vault, made["made"])
+        else:
+            checked.replace(p, data, rest)
+    except checked.Changed as e:
+        split.event(entry, "refused", entry["note"], f"undo: {e.reason}")
+        journal.save(entry)
+        raise split.Raced(f"{entry['note']} changed while undoing remembered entry {entry['op']} ({e.reason}); "
+                          "nothing was undone: try again") from None
     entry["status"] = "undone"
     journal.save(entry)
     return [entry["note"]]

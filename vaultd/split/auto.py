@@ -196,7 +196,8 @@ class Splits:
 
     def split_history(self) -> dict:
         return {"history": [{"kind": e.get("kind", split.SPLIT),
-                             **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")}}
+                             **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")},
+                             **{k: e[k] for k in ("reason", "events") if e.get(k)}}
                             for e in self.journal.all()]}
 
     def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
@@ -311,6 +312,9 @@ class Splits:
             try:
                 ops.append(self.split_note(path)["op"])
             except QueryError as e:
+                if isinstance(e.__context__, split.Raced):  # a save landed while writing: tried again next pass
+                    logger.info("split of %s waits: %s", path, e)
+                    continue
                 self._split_skip[path] = (n.mtime_ns, str(e))
                 logger.warning("not splitting %s, which grew past %d bytes: %s", path, cfg.threshold, e)
         return ops

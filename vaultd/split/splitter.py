@@ -45,6 +45,7 @@ from ..parse import decode, markdown as md, org as org_parse, parse_file
 from ..parse.common import github_slug, numbered
 from ..parse.denote import parse_name
 from ..parse.links import retarget
+from ..store import checked
 from ..store.state import write_atomic
 
 logger = logging.getLogger("vaultd.split")
@@ -58,6 +59,12 @@ _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 class SplitError(Exception):
     """A note that cannot or must not be split now, and why."""
+
+
+class Raced(SplitError):
+    """A file changed, or was being saved, between its check and its write: nothing of the
+    operation was written (what was is put back), the journal says which file and how, and
+    the operation may be tried again once the save is done."""
 
 
 @dataclass
@@ -1049,22 +1056,25 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT, mode: in
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
-            current = _read(p, c.before)
-            if current != c.before:
-                raise SplitError(f"{c.path} changed while {doing}; {nothing}")
-            if c.after is None:
-                p.unlink()
-                written[c.path] = (c, None)
-            else:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                try:
-                    written[c.path] = (c, write_atomic(p, c.after, mode, new=c.before is None))
-                except FileExistsError:
-                    raise SplitError(f"{c.path} was created by someone else while {doing}; {nothing}")
+            try:
+                if c.before is None:
+                    p.parent.mkdir(parents=True, exist_ok=True)
+                    written[c.path] = (c, checked.create(p, c.after, mode))
+                elif c.after is None:
+                    checked.remove(p, c.before)
+                    written[c.path] = (c, None)
+                else:
+                    written[c.path] = (c, checked.replace(p, c.before, c.after))
+            except FileExistsError:
+                raise SplitError(f"{c.path} was created by someone else while {doing}; {nothing}") from None
+            except checked.Changed as e:
+                event(entry, "refused", c.path, e.reason)
+                raise Raced(f"{c.path} changed while {doing} ({e.reason}); {nothing}") from None
             _crash_point(step)
-    except BaseException:
-        _restore(vault, [c for c, _ in written.values()], mode, mine={p: st for p, (_, st) in written.items()})
+    except BaseException as e:
+        _restore(vault, [c for c, _ in written.values()], mine={p: st for p, (_, st) in written.items()}, entry=entry)
         entry["status"] = "aborted"
+        entry.setdefault("reason", str(e) or type(e).__name__)
         journal.save(entry)
         raise
     entry["status"] = "done"
@@ -1073,26 +1083,42 @@ def apply(plan: Plan, vault: Path, journal: Journal, kind: str = SPLIT, mode: in
     return entry
 
 
-def _restore(vault: Path, changes, mode: int | None = None,
-             mine: dict[str, os.stat_result | None] | None = None) -> list[str]:
+def event(entry: dict, what: str, path: str, reason: str) -> None:
+    """Note in a journal entry a step refused or left (saved with the entry): `split
+    --history` shows them."""
+    entry.setdefault("events", []).append({"time": time.time(), "what": what, "path": path, "reason": reason})
+
+
+def _restore(vault: Path, changes, mine: dict[str, os.stat_result | None] | None = None,
+             entry: dict | None = None) -> list[str]:
     """Put back the pre-images of changes that were written. Returns the paths touched.
-    A file changed since is left as it is; so is, with `mine` (each path's file as written
-    here), a file that is no longer the one written here, even with the same bytes: another
-    writer's (a second vaultd elsewhere on a synced vault) is never removed."""
+    A file changed since (or being saved while it was put back) is left as it is; so is,
+    with `mine` (each path's file as written here), a file that is no longer the one
+    written here, even with the same bytes: another writer's (a second vaultd elsewhere on
+    a synced vault) is never removed. Each one left is noted in `entry`, when given."""
     touched = []
     for c in reversed(list(changes)):
         p = vault / c.path
         current = _read(p, c.before, c.after)
         if current == c.before:
             continue
+        why = None
         if current != c.after or (mine and c.after is not None and not _same_file(p, mine.get(c.path))):
-            logger.warning("%s changed since the split wrote it; leaving it as it is", c.path)
-            continue
-        if c.before is None:
-            p.unlink()
+            why = "changed since it was written"
         else:
-            write_atomic(p, c.before, mode)
-        touched.append(c.path)
+            try:
+                if c.before is None:
+                    checked.remove(p, c.after)
+                else:
+                    checked.replace(p, c.after, c.before)
+                touched.append(c.path)
+            except checked.Changed as e:
+                why = e.reason
+        if why:
+            logger.warning("%s %s; leaving it as it is", c.path, why)
+            if entry is not None:
+                event(entry, "left", c.path, why)
+                entry.setdefault("left", []).append(c.path)
     return touched
 
 
@@ -1128,7 +1154,7 @@ def recover(vault: Path, journal: Journal) -> list[str]:
         if entry.get("status") == "prepared" and "append" not in entry:  # an append: capture/journal.py's
             logger.warning("split %s of %s was interrupted: rolling it back", entry.get("op"), entry.get("note"))
             try:
-                touched += _restore(vault, _changes(entry, vault))
+                touched += _restore(vault, _changes(entry, vault), entry=entry)
                 entry["status"] = "rolled back"
                 journal.save(entry)
             except (SplitError, KeyError, TypeError, ValueError) as e:  # one bad entry must not stop a start
@@ -1163,15 +1189,17 @@ DISPLACED_MAX = 64 << 20
 def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[str]:
     """Restore the pre-image of every file a done split touched. Forced, what it writes over
     or removes that changed since (an edit of a part, of the hub) is first kept in the
-    entry, under `displaced` (path, bytes in base64): the undo loses nothing either."""
+    entry, under `displaced` (path, bytes in base64): the undo loses nothing either. A file
+    saved while the undo runs stops it: what it undid is put back (Raced, the entry still
+    done, the refusal in its events)."""
     entry = journal.load(op)
     if entry["status"] != "done":
         raise SplitError(f"{_kind(entry)} {op} is {entry['status']}, not done: nothing to undo")
     changes = _changes(entry, vault)
-    displaced = []
+    displaced, now = [], {}
     for c in changes:
         p = vault / c.path
-        current = _read(p, c.after, room=DISPLACED_MAX if force else 0)
+        current = now[c.path] = _read(p, c.after, room=DISPLACED_MAX if force else 0)
         if current == c.after:
             continue
         if not force:
@@ -1187,19 +1215,44 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
         journal.save(entry)
         logger.warning("undo %s: %s changed since; what undo replaced is kept in %s (\"displaced\")", op,
                        ", ".join(d["path"] for d in displaced), journal._path(op))
-    touched = []
     try:
         mode = os.stat(vault / entry["note"]).st_mode & 0o7777  # files it brings back: as private as the note
     except OSError:
         mode = None
-    for c in reversed(changes):
-        p = vault / c.path
-        if c.before is None:
-            if p.exists():
-                p.unlink()
-        else:
-            write_atomic(p, c.before, mode)
-        touched.append(c.path)
+    done: list[FileChange] = []  # each as it was before the undo, and as the undo left it
+    try:
+        for c in reversed(changes):
+            undid = FileChange(c.path, now[c.path], c.before)
+            _put(vault / c.path, undid.before, undid.after, mode)
+            done.append(undid)
+    except (checked.Changed, FileExistsError) as e:
+        why = _why(e)
+        event(entry, "refused", c.path, f"undo: {why}")
+        for d in reversed(done):  # what was undone is put back as it was
+            try:
+                _put(vault / d.path, d.after, d.before, mode)
+            except (checked.Changed, FileExistsError) as e2:
+                event(entry, "left", d.path, f"undo, putting it back: {_why(e2)}")
+        journal.save(entry)
+        raise Raced(f"{c.path} changed while undoing {op} ({why}); nothing was undone") from None
     entry["status"] = "undone"
     journal.save(entry)
-    return touched
+    return [c.path for c in reversed(changes)]
+
+
+def _why(e: OSError) -> str:
+    return e.reason if isinstance(e, checked.Changed) else "another program created a file by that name"
+
+
+def _put(p: Path, now: bytes | None, want: bytes | None, mode: int | None) -> None:
+    """Make the file at `p`, holding `now` (None: no file), hold `want` (None: removed),
+    each step checked (checked.Changed, FileExistsError when it is not as expected)."""
+    if now == want:
+        return
+    if want is None:
+        checked.remove(p, now)
+    elif now is None:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        checked.create(p, want, mode)
+    else:
+        checked.replace(p, now, want)
