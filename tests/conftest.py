@@ -12,12 +12,22 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 
 FIXTURE_VAULT = Path(__file__).parent / "fixtures" / "vault"
+
+DEADLINE = 60.0
+"""How long a test waits for an event before it fails. Only a failure waits this long: a
+loaded machine (the suite beside `stress-ng --cpu 4`) can take seconds for what takes
+milliseconds alone, and how soon things happen is bench/'s to measure, not a test's."""
+
+LOG_TAIL_LINES = 400
+"""How much of each daemon's log a failed test's report shows (its last lines)."""
 
 
 @pytest.fixture(autouse=True)
@@ -93,8 +103,9 @@ def nobody():
         shutil.rmtree(top)
 
 
-def wait_for(pred, timeout: float, interval: float = 0.01):
-    """Poll `pred` until it returns something truthy; fail after `timeout` seconds."""
+def wait_for(pred, timeout: float = DEADLINE, interval: float = 0.01):
+    """Poll `pred` until it returns something truthy, and return that; fail after `timeout`
+    seconds (a bound on a failure, not a claim about speed: keep the default)."""
     deadline = time.monotonic() + timeout
     while True:
         got = pred()
@@ -142,8 +153,37 @@ def on_a_terminal(args: list[str], timeout: float = 30) -> tuple[int, bytes]:
     return p.returncode, out
 
 
+class DaemonLog:
+    """A child's merged stdout and stderr, read line by line by a thread as it is written, so
+    the child never blocks on a full pipe (64 KiB of log), and kept for the test to read."""
+
+    def __init__(self, stream):
+        self.lines: list[str] = []
+        self._stream = stream
+        self._reader = threading.Thread(target=self._read, name="daemon-log", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        with self._stream:
+            for line in iter(self._stream.readline, b""):
+                self.lines.append(line.decode(errors="replace"))
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def finish(self, timeout: float = DEADLINE) -> str:
+        """All of it, once the child (and any child of its holding the pipe) has exited."""
+        self._reader.join(timeout)
+        return self.text()
+
+
+_DAEMONS: "weakref.WeakSet[Daemon]" = weakref.WeakSet()
+_TEST_SERIAL = [0]  # which test is running (counted in pytest_runtest_setup)
+
+
 class Daemon:
-    """A real `vaultd run` subprocess and a line-protocol connection to it."""
+    """A real `vaultd run` subprocess and a line-protocol connection to it. Its log is read
+    continuously (`output()`), and shown in the report of a test that fails while it ran."""
 
     def __init__(self, vault: Path, state: Path, sock: Path, extra: list[str] = ()):
         self.vault, self.state, self.socket = vault, state, sock
@@ -152,14 +192,20 @@ class Daemon:
         self.proc: subprocess.Popen | None = None
         self._conn: socket.socket | None = None
         self._buf = b""
-        self._log: str | None = None
+        self.log: DaemonLog | None = None
+        self.earlier_logs: list[str] = []  # the runs before a restart
+        self.started_in_test = -1
+        _DAEMONS.add(self)
 
     def start(self, wait: bool = True) -> "Daemon":
         self._close()  # a restart: the last one's connection and log are done with
-        self._log = None
+        if self.log is not None:
+            self.earlier_logs.append(self.log.finish())
         self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.log = DaemonLog(self.proc.stdout)
+        self.started_in_test = _TEST_SERIAL[0]
         if wait:
-            wait_for(self._ready, timeout=20, interval=0.05)
+            wait_for(self._ready, interval=0.05)
         return self
 
     def _ready(self):
@@ -179,7 +225,7 @@ class Daemon:
 
     def connect(self) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
+        s.settimeout(DEADLINE)
         try:
             s.connect(str(self.socket))
         except OSError:
@@ -216,32 +262,53 @@ class Daemon:
     def status(self) -> dict:
         return self.request("status")
 
-    def wait_generation(self, after: int, timeout: float = 10.0) -> dict:
+    def wait_generation(self, after: int, timeout: float = DEADLINE) -> dict:
         """Wait until a commit past generation `after` is visible and nothing is pending. The
         timeout only bounds a failure (how soon a save is seen is bench/run.py's to measure):
         a loaded CI machine can take seconds."""
         return wait_for(lambda: (st := self.status())["generation"] > after and st["pending"] == 0 and st, timeout)
 
     def stop(self, sig=signal.SIGTERM) -> int:
+        """Signal the daemon and wait for it to exit (a kill only after DEADLINE); its code."""
         self._close()
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
-                self.proc.wait(timeout=15)
+                self.proc.wait(timeout=DEADLINE)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc and self._log is None:
-            self._log = self.proc.stdout.read().decode(errors="replace")
-            self.proc.stdout.close()
         return self.proc.returncode
 
     def output(self) -> str:
-        """What the daemon logged (once it has exited)."""
-        if self.proc.poll() is None:
-            return "(still running)"
-        self.stop()
-        return self._log
+        """What this run of the daemon has logged so far; all of it once it has exited."""
+        if self.log is None:
+            return ""
+        return self.log.finish() if self.proc.poll() is not None else self.log.text()
+
+    def report(self) -> str:
+        """The last lines of every run's log, for a failed test's report."""
+        runs = [*self.earlier_logs, self.output()]
+        text = "\n".join(f"--- run {i + 1} of {len(runs)} ---\n{r}" for i, r in enumerate(runs))
+        lines = text.splitlines()
+        cut = f"(the first {len(lines) - LOG_TAIL_LINES} lines left out)\n" if len(lines) > LOG_TAIL_LINES else ""
+        return cut + "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def pytest_runtest_setup(item):
+    _TEST_SERIAL[0] += 1
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report shows the log of each daemon started in it or still running."""
+    report = yield
+    if report.failed:
+        for d in list(_DAEMONS):
+            running = d.proc is not None and d.proc.poll() is None
+            if d.proc is not None and (running or d.started_in_test == _TEST_SERIAL[0]):
+                report.sections.append((f"vaultd log ({d.socket})", d.report()))
+    return report
 
 
 @pytest.fixture

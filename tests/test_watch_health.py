@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import DEADLINE, wait_for
 
 DEPTH = 1100
 
@@ -63,10 +63,10 @@ def test_a_folder_tree_1100_levels_deep_neither_stops_the_start_nor_the_watcher(
     bottom = _deep_tree(tmp_path / "trench")
     (bottom / "vent.md").write_text("# Vent\n\nhydrothermal\n")
     os.rename(tmp_path / "trench", vault / "trench")
-    assert wait_for(lambda: daemon.search_paths("hydrothermal"), timeout=20, interval=0.1)
+    assert wait_for(lambda: daemon.search_paths("hydrothermal"), interval=0.1)
 
     (vault / "notes" / "Deep work.md").write_text("# Deep work\n\nafterwards an edit: narwhal\n")
-    assert wait_for(lambda: daemon.search_paths("narwhal") == ["notes/Deep work.md"], timeout=10, interval=0.05), \
+    assert wait_for(lambda: daemon.search_paths("narwhal") == ["notes/Deep work.md"], interval=0.05), \
         "a normal note is still seen as it changes"
     assert daemon.status()["watch"]["ok"] and _check(daemon).returncode == 0
 
@@ -74,7 +74,7 @@ def test_a_folder_tree_1100_levels_deep_neither_stops_the_start_nor_the_watcher(
 def _userns_watch_limit_works() -> bool:
     try:
         return subprocess.run(["unshare", "-U", "-r", "sh", "-c", "echo 20 > /proc/sys/user/max_inotify_watches"],
-                              capture_output=True, timeout=10).returncode == 0
+                              capture_output=True, timeout=DEADLINE).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -91,37 +91,43 @@ def test_past_the_inotify_watch_limit_it_says_so_and_rescans(make_daemon, vault,
                    "sh", *daemon.args]  # 20 watches for 43 folders (unshare and sh exec: the pid is the daemon's)
     daemon.start()
 
-    watch = daemon.status()["watch"]
-    assert not watch["ok"] and watch["folders"] == 43 and watch["watched"] <= 20, watch
-    assert "watch limit" in watch["problem"] and watch["rescan_every"] == 1.0
+    # The daemon answers before its watcher has started and counted the folders: wait for its
+    # word. Watchdog before 7.1 drops a watch it cannot add without a word, and vaultd counts the
+    # folders the kernel watches ("23 of the vault's 43 folders are not watched (the inotify watch
+    # limit..."); watchdog 7.1 refuses to start at all ("cannot watch ... inotify watch limit
+    # reached"), and vaultd tries again later. Either way it says so and rescans.
+    watch = wait_for(lambda: (w := daemon.status()["watch"])["problem"] and "watch limit" in w["problem"] and w)
+    assert not watch["ok"] and watch["rescan_every"] == 1.0, watch
+    if watch["folders"] is not None:
+        assert watch["folders"] == 43 and watch["watched"] <= 20 and "are not watched" in watch["problem"], watch
     r = _check(daemon)
-    assert r.returncode == 1 and "watch:     DEGRADED" in r.stdout and "are not watched" in r.stdout, r.stdout
+    assert r.returncode == 1 and "watch:     DEGRADED" in r.stdout and "watch limit" in r.stdout, r.stdout
 
     for i in range(40):  # more than half of them in folders the kernel does not watch
         (vault / f"topic{i}" / f"t{i}.md").write_text(f"# Topic {i}\n\nchanged to wombat{i}\n")
     found = lambda: {p for i in range(40) for p in daemon.search_paths(f"wombat{i}")}  # noqa: E731
-    assert wait_for(lambda: len(found()) == 40, timeout=20, interval=0.2), f"only {sorted(found())} were seen"
+    assert wait_for(lambda: len(found()) == 40, interval=0.2), f"only {sorted(found())} were seen"
 
 
 def test_vault_folder_moved_away_then_another_in_its_place(daemon, vault, tmp_path):
     before = daemon.status()["notes"]
     os.rename(vault, tmp_path / "vault.old")
-    watch = wait_for(lambda: (w := daemon.status()["watch"])["problem"] and w, timeout=5)
+    watch = wait_for(lambda: (w := daemon.status()["watch"])["problem"] and w)
     assert not watch["ok"] and "missing" in watch["problem"]
     assert _check(daemon).returncode != 0
     assert daemon.status()["notes"] == before, "a missing vault folder is not a vault with no notes"
 
     vault.mkdir()
     (vault / "fresh.md").write_text("# Fresh\n\nmarmot\n")
-    assert wait_for(lambda: daemon.search_paths("marmot") == ["fresh.md"], timeout=10, interval=0.05)
+    assert wait_for(lambda: daemon.search_paths("marmot") == ["fresh.md"], interval=0.05)
     (vault / "fresh.md").write_text("# Fresh\n\nmarmot, and later ibex\n")
-    assert wait_for(lambda: daemon.search_paths("ibex") == ["fresh.md"], timeout=10, interval=0.05), \
+    assert wait_for(lambda: daemon.search_paths("ibex") == ["fresh.md"], interval=0.05), \
         "the new folder is watched, not only rescanned once"
-    assert wait_for(lambda: daemon.status()["notes"] == 1, timeout=10), "the old folder's notes are gone"
+    assert wait_for(lambda: daemon.status()["notes"] == 1), "the old folder's notes are gone"
     assert daemon.status()["watch"]["ok"]
     (tmp_path / "vault.old" / "notes" / "Deep work.md").write_text("# Deep work\n\nplatypus\n")
     (vault / "fresh.md").write_text("# Fresh\n\nand last lemur\n")
-    assert wait_for(lambda: daemon.search_paths("lemur") == ["fresh.md"], timeout=10, interval=0.05)
+    assert wait_for(lambda: daemon.search_paths("lemur") == ["fresh.md"], interval=0.05)
     assert daemon.search_paths("platypus") == [], "the folder moved away is no longer watched"
 
 
@@ -129,9 +135,9 @@ def test_vault_folder_deleted_and_recreated_and_check_is_never_ok_while_blind(da
     shutil.rmtree(vault)
     vault.mkdir()
     (vault / "again.md").write_text("# Again\n\npelican\n")
-    wait_for(lambda: _check(daemon).returncode == 0, timeout=10, interval=0.1)
+    wait_for(lambda: _check(daemon).returncode == 0, interval=0.1)
     (vault / "again.md").write_text("# Again\n\npelican and heron\n")  # once check says ok, edits are seen
-    assert wait_for(lambda: daemon.search_paths("heron") == ["again.md"], timeout=10, interval=0.05)
+    assert wait_for(lambda: daemon.search_paths("heron") == ["again.md"], interval=0.05)
     assert daemon.search_paths("pelican") == ["again.md"]
 
 
@@ -195,7 +201,7 @@ def test_a_panic_in_a_request_on_a_damaged_index_stops_the_daemon_and_the_restar
     _flip(f, pos)
     msg = daemon.send_raw(b'{"v":1,"id":5,"op":"search","q":"memory"}\n')
     assert not msg["ok"] and msg["error"]["code"] == "internal" and "PanicException" in msg["error"]["message"], msg
-    assert wait_for(lambda: daemon.proc.poll() is not None, timeout=30, interval=0.1), \
+    assert wait_for(lambda: daemon.proc.poll() is not None, interval=0.1), \
         "a daemon whose index files are damaged stops, so that its restart rebuilds the index"
     out = daemon.output()
     assert daemon.proc.returncode == 1 and "damaged while serving" in out and f.name in out, out
@@ -207,7 +213,7 @@ def test_a_panic_in_the_indexer_stops_the_daemon_with_exit_1(daemon, vault, tmp_
     f, pos = _panicking_damage(daemon.state / "index", "open", tmp_path / "probe")
     _flip(f, pos)
     (vault / "new.md").write_text("# New\n\nthe commit goes through; the reload after it panics\n")
-    assert wait_for(lambda: daemon.proc.poll() is not None, timeout=30, interval=0.1), \
+    assert wait_for(lambda: daemon.proc.poll() is not None, interval=0.1), \
         "a daemon whose indexer died must not go on serving a frozen index"
     out = daemon.output()
     assert daemon.proc.returncode == 1, out
@@ -242,7 +248,7 @@ def test_a_note_that_cannot_be_read_is_a_problem_until_a_chmod_fixes_it(monkeypa
         assert d.request("search", q="zulu")["hits"] == []
         g = d.request("status")["generation"]
         (vault / "b.md").chmod(0o644)  # no byte changes, nor the mtime
-        wait_for(lambda: d.request("status")["generation"] > g, timeout=10)
+        wait_for(lambda: d.request("status")["generation"] > g)
         assert [h["path"] for h in d.request("search", q="zulu")["hits"]] == ["b.md"]
         assert d.request("problems")["problems"] == [] and d.request("status")["problems"] == 0
     finally:
