@@ -42,6 +42,7 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
             if not stat.S_ISREG(st.st_mode) or st.st_size != size:
                 raise split.SplitError(f"{rel} changed while remembering; nothing was written")
             entry["append"]["file"] = [st.st_dev, st.st_ino]
+            checked.step("checked", p)
         journal.save(entry)
         saved = True
         split._crash_point(1)
@@ -53,9 +54,11 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
             entry["append"]["file"] = [st.st_dev, st.st_ino]
         else:
             view = memoryview(new)
+            checked.step("written", p)
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
+            checked.step("done", p)
         split._crash_point(2)
     except BaseException as e:
         if fd is not None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from .state import fsync_dir, write_atomic
 
 pause: Callable[[str, Path, int | None], None] | None = None
-"""Tests only: called at each step (`checked`, `written`, `swapped`, `done`) with the path
+"""Tests only: called at each step (`checked`, `written`, `swapping`, `swapped`, `done`) with the path
 and the leased descriptor, so a test can race a save against every step. None otherwise:
 one comparison per step."""
 
@@ -110,7 +110,8 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns)
 
 
-def _step(name: str, path: Path, fd: int | None) -> None:
+def step(name: str, path: Path, fd: int | None = None) -> None:
+    """A step of a journaled write, for `pause` (tests only)."""
     if pause is not None:
         pause(name, path, fd)
 
@@ -119,7 +120,7 @@ class _Held:
     """A file opened for reading, leased where possible, and its bytes as read: the check."""
 
     def __init__(self, path: Path, expect: bytes):
-        self.path = path
+        self.path, self.leased = path, False
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -135,7 +136,7 @@ class _Held:
             self.leased = _lease(self.fd, path)
             if self.seen.st_size != len(expect) or _read(self.fd, len(expect)) != expect:
                 raise Changed(path, "its content changed since it was read")
-            _step("checked", path, self.fd)
+            step("checked", path, self.fd)
         except BaseException:
             self.close()
             raise
@@ -193,11 +194,12 @@ def replace(path: Path, expect: bytes, data: bytes, mode: int | None = None) -> 
             f.flush()
             os.fsync(f.fileno())
             os.fchmod(f.fileno(), held.seen.st_mode & 0o7777 if mode is None else mode)
-        _step("written", path, held.fd)
+        step("written", path, held.fd)
         if why := held.intact(path):
             raise Changed(path, why)
+        step("swapping", path, held.fd)  # the last check made: what the swap brings back is checked again
         if _exchange(tmp, path):
-            _step("swapped", path, held.fd)
+            step("swapped", path, held.fd)
             if why := held.intact(tmp):  # what came back is not the file checked, or it is being written
                 _exchange(tmp, path)  # theirs back in place, unharmed
                 raise Changed(path, why)
@@ -211,7 +213,7 @@ def replace(path: Path, expect: bytes, data: bytes, mode: int | None = None) -> 
             pass
         held.close()
     fsync_dir(path.parent)
-    _step("done", path, None)
+    step("done", path, None)
     return st
 
 
@@ -223,7 +225,7 @@ def remove(path: Path, expect: bytes) -> None:
     tmp = _tmp(path)
     try:
         os.rename(path, tmp)  # the name is free at once; the file checked is still whole
-        _step("swapped", path, held.fd)
+        step("swapped", path, held.fd)
         if why := held.intact(tmp):
             try:
                 os.link(tmp, path)
@@ -236,12 +238,12 @@ def remove(path: Path, expect: bytes) -> None:
     finally:
         held.close()
     fsync_dir(path.parent)
-    _step("done", path, None)
+    step("done", path, None)
 
 
 def create(path: Path, data: bytes, mode: int | None = None) -> os.stat_result:
     """Make a new file at `path` holding `data`, never over a file someone put there
     (FileExistsError then)."""
     st = write_atomic(path, data, mode, new=True)
-    _step("done", path, None)
+    step("done", path, None)
     return st
