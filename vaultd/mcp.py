@@ -34,6 +34,7 @@ import msgspec
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from . import __version__, api, ops, protocol
 from .client import Client, RequestFailed
@@ -408,6 +409,82 @@ async def read_resource(daemon: Daemon, uri: str) -> types.ReadResourceResult:
         contents=[types.TextResourceContents(uri=uri, text=res["text"], mime_type=_mime(res["path"]))])
 
 
+# -- lines the transport could not read ---------------------------------------------------
+
+
+def unread_id(exc: Exception) -> types.RequestId | None:
+    """The id of the line the stdio transport could not read, from its error (pydantic's,
+    whose `input` is the line itself when it is not JSON it reads, too deep among them, or
+    the decoded object when it is not a JSON-RPC message); None when it shows none."""
+    errors = exc.errors() if callable(getattr(exc, "errors", None)) else ()
+    for err in errors:
+        given = err.get("input")
+        if isinstance(given, str):
+            found = protocol.shallow_id(given.encode("utf-8", "replace"))
+        elif isinstance(given, dict) and err.get("type") == "missing":  # the message itself
+            found = given.get("id")
+        else:
+            continue
+        if isinstance(found, (int, str)) and not isinstance(found, bool):
+            return found
+    return None
+
+
+def unread_error(exc: Exception) -> types.JSONRPCError:
+    """The answer to a line the transport could not read (JSON-RPC: a parse error, or an
+    invalid request), with the line's id when it shows (see unread_id), else null."""
+    errors = exc.errors() if callable(getattr(exc, "errors", None)) else []
+    first = errors[0] if errors else {}
+    if first.get("type") == "json_invalid":
+        why = (first.get("ctx") or {}).get("error", "")
+        deep = " (arguments nest at most about 200 levels deep here)" if "recursion" in why else ""
+        error = types.ErrorData(code=types.PARSE_ERROR, message=f"the message is not JSON this server reads: {why}{deep}")
+    else:
+        error = types.ErrorData(code=types.INVALID_REQUEST, message="not a JSON-RPC request, notification or response")
+    return types.JSONRPCError(jsonrpc="2.0", id=unread_id(exc), error=error)
+
+
+class AnswerUnread:
+    """The transport's read stream, less the lines it could not read: each is answered at
+    once on `write` (see unread_error), where the SDK drops it (logged at debug) and its
+    caller waited for good; the session goes on with the next line."""
+
+    def __init__(self, read, write):
+        self._read, self._write = read, write
+
+    @property
+    def last_context(self):
+        """The sender's context of the message last received (the SDK reads it)."""
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self):
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return item
+            answer = unread_error(item)
+            logger.warning("a line read was answered with an error: %s", answer.error.message)
+            await self._write.send(SessionMessage(answer))
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+
 # -- the server --------------------------------------------------------------------------
 
 
@@ -443,6 +520,6 @@ def run(socket: str | None = None, vault: str | None = None) -> None:
 
     async def serve() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(AnswerUnread(read, write), write, server.create_initialization_options())
 
     anyio.run(serve)

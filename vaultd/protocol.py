@@ -8,6 +8,7 @@ envelope every request carries is here; each operation's own request type is in 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Union
 
 import msgspec
@@ -74,10 +75,13 @@ class Decoder:
         self.ops = tuple(r.__struct_config__.tag for r in requests)
 
     def decode(self, line: bytes) -> Request:
-        """Decode one request line, or raise BadRequest with a message a person can act on."""
+        """Decode one request line, or raise BadRequest with a message a person can act on
+        (a line nested deeper than the decoder goes: "too_deep", with its id when it has one)."""
         OPS = self.ops
         try:
             req = self._decoder.decode(line)
+        except RecursionError:
+            raise too_deep(line) from None
         except msgspec.DecodeError as e:
             env = _envelope(line)
             if env is None:
@@ -97,6 +101,52 @@ def _envelope(line: bytes) -> _Envelope | None:
         return msgspec.json.decode(line, type=_Envelope)
     except msgspec.DecodeError:
         return None
+    except RecursionError:  # a field nested too deep for the decoder, skipped or not
+        raise too_deep(line) from None
+
+
+def too_deep(line: bytes) -> BadRequest:
+    """The error for a line nested deeper than msgspec decodes (about 1,000 levels: it raises
+    RecursionError), with the line's id when its top level has one (see shallow_id)."""
+    return BadRequest("too_deep", "the request nests arrays or objects too deeply to be read "
+                      "(no request needs more than a few levels)", shallow_id(line))
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"?|[\[{]+|[\]}]+|[:,]')
+"""JSON's strings, runs of opening or closing brackets, colons and commas: what shallow_id
+needs to walk a line's top level without decoding what is nested in it. A string left open
+runs to the end of the line (one pass over any line, however many quotes it holds)."""
+
+
+def shallow_id(line: bytes) -> Id:
+    """The "id" member of the JSON object `line`, found by walking its top level only, so
+    that a line too deep to decode can be answered with its id; None when there is none
+    (or the line is not an object)."""
+    depth, key, value_at = 0, None, None
+    for m in _TOKEN.finditer(line):
+        t = m.group()
+        if value_at is not None:  # the first token after `"id":` ends a number, or is the string
+            raw = t if t[:1] == b'"' and not line[value_at:m.start()].strip() else line[value_at:m.start()]
+            try:
+                v = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                return None
+            return v if isinstance(v, (int, str)) and not isinstance(v, bool) else None
+        if depth == 0 and (t != b"{" or line[:m.start()].strip()):
+            return None  # not an object
+        if t[:1] in (b"{", b"["):
+            depth += len(t)
+        elif t[:1] in (b"]", b"}"):
+            depth -= len(t)
+            if depth <= 0:
+                return None
+        elif depth == 1 and t[:1] == b'"':
+            key = t
+        elif depth == 1 and t == b":" and key == b'"id"':
+            value_at = m.end()
+        elif depth == 1 and t == b",":
+            key = None
+    return None
 
 
 def _id(env: _Envelope) -> Id:

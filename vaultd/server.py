@@ -25,6 +25,7 @@ import os
 import signal
 import socket
 import stat
+import struct
 import threading
 import time
 from contextlib import suppress
@@ -41,8 +42,30 @@ from .vault import Vault
 logger = logging.getLogger("vaultd.server")
 
 MAX_CLIENTS = 64
-"""Connections served at once; more are answered `busy` and closed (each holds a thread
-and up to a request line, 1 MiB, of memory)."""
+"""Connections served at once (each holds a thread and up to a request line, 1 MiB, of
+memory). One more takes the place of the connection idle longest, else waits for a place
+(see Server._make_room), else is answered `busy` and closed."""
+
+SEND_STALL_S = 10.0
+"""How long a reply may wait on a client that does not read it (its socket's send buffer
+full, not a byte taken) before that client is hung up and its place freed: places are
+held by clients that read their answers, and a worker never blocks for good on one that
+does not. A reply sent in several parts may wait this long at each of two. The
+environment variable VAULTD_SEND_STALL_S sets it (seconds; tests lower it)."""
+
+BUSY_WAIT_S = 2.0
+"""How long a client past the places waits for one before it is told `busy`, when no
+connection is idle or stuck on a reply (those free a place sooner or within the stall
+bound: it waits for that)."""
+
+
+def _default_send_stall() -> float:
+    """SEND_STALL_S, or $VAULTD_SEND_STALL_S when it is a positive number of seconds."""
+    try:
+        given = float(os.environ.get("VAULTD_SEND_STALL_S", ""))
+    except ValueError:
+        return SEND_STALL_S
+    return given if 0 < given < 1e6 else SEND_STALL_S
 
 
 def sd_notify(message: str) -> None:
@@ -187,7 +210,11 @@ class Server:
         self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         self._waiting: dict[socket.socket, float] = {}
         """Connections waiting for their client's next line, since when (see _hang_up_oldest)."""
+        self._sending: dict[socket.socket, float] = {}
+        """Connections whose reply is being sent, since when (see _make_room)."""
         self._waiting_lock = threading.Lock()
+        self.send_stall = _default_send_stall()
+        """How long a reply waits on a client that does not read it (see SEND_STALL_S)."""
         self._lock = SocketLock(self.socket_path)
         self._threads: list[threading.Thread] = []
         self._ready_lock = threading.Lock()
@@ -448,18 +475,47 @@ class Server:
                     return
                 logger.exception("accept failed")
                 continue
-            if not self._clients.acquire(blocking=False) and not (self._hang_up_oldest() and
-                                                                 self._clients.acquire(timeout=2.0)):
+            if not self._clients.acquire(blocking=False) and not self._make_room():
                 with conn:  # each client holds a thread and up to a request line of memory
                     conn.settimeout(1.0)
-                    self._send(conn, protocol.error(None, "busy", f"{MAX_CLIENTS} clients are connected; try again"))
+                    with suppress(OSError):
+                        conn.sendall(protocol.error(None, "busy", f"{MAX_CLIENTS} clients are connected and "
+                                                    "being answered; try again"))
                 continue
             try:
+                self._bound_sends(conn)
                 self._spawn(self._serve_client, "client", conn)
             except Exception:  # no thread to be had: its place and the connection go back
                 self._clients.release()
                 conn.close()
                 logger.exception("cannot serve a client")
+
+    def _make_room(self) -> bool:
+        """Every place is taken: a place for the client just accepted, True once it has one.
+        The connection idle longest is hung up for it; else, while a reply is stuck on a
+        client that does not read it (hung up within the stall bound), or for BUSY_WAIT_S,
+        a place is waited for (a connection that falls idle meanwhile is hung up in turn).
+        False: every place is answering a request (or the daemon stops)."""
+        deadline = time.monotonic() + BUSY_WAIT_S
+        while not self.should_exit.is_set():
+            hung_up = self._hang_up_oldest()  # its thread ends and gives its place back
+            if self._clients.acquire(timeout=BUSY_WAIT_S if hung_up else 0.1):
+                return True
+            with self._waiting_lock:
+                stuck = min(self._sending.values(), default=None)
+            if stuck is not None:  # two parts at most wait the stall bound each (see SEND_STALL_S)
+                deadline = max(deadline, stuck + 2 * self.send_stall + 1.0)
+            if time.monotonic() >= deadline:
+                return False
+        return False
+
+    def _bound_sends(self, conn: socket.socket) -> None:
+        """A send on `conn` waits at most the stall bound for its client to make room
+        (SO_SNDTIMEO: a blocking send then fails with EAGAIN), so that no worker waits
+        for good on a client that does not read."""
+        sec = int(self.send_stall)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                        struct.pack("ll", sec, int((self.send_stall - sec) * 1e6)))
 
     def _hang_up_oldest(self) -> bool:
         """Every client's place is taken: the connection that has waited longest for its
@@ -506,7 +562,8 @@ class Server:
                             line = rfile.readline(1 << 16)
                         except OSError:
                             return
-                    if not self._send(conn, protocol.error(None, "too_large", f"request line over {protocol.MAX_LINE} bytes")):
+                    if not self._send(conn, protocol.error(None, "too_large",
+                                                           f"request line over {protocol.MAX_LINE} bytes")):
                         return
                     continue
                 if not line.strip():
@@ -514,13 +571,22 @@ class Server:
                 if not self._send(conn, self.handle(line)):
                     return
 
-    @staticmethod
-    def _send(conn: socket.socket, data: bytes) -> bool:
+    def _send(self, conn: socket.socket, data: bytes) -> bool:
+        """`data` sent to the client; False when it cannot be: the client has gone, or has
+        not read for the stall bound (see _bound_sends), and is to be hung up."""
+        with self._waiting_lock:
+            self._sending[conn] = time.monotonic()
         try:
             conn.sendall(data)
             return True
+        except (BlockingIOError, TimeoutError):
+            logger.warning("a client did not read its answer for %g s: hung up, its place freed", self.send_stall)
+            return False
         except OSError:
             return False
+        finally:
+            with self._waiting_lock:
+                self._sending.pop(conn, None)
 
     def handle(self, line: bytes) -> bytes:
         """One request line in, one response line out. Never raises."""
@@ -528,6 +594,9 @@ class Server:
             req = api.decode_request(line)
         except protocol.BadRequest as e:
             return protocol.error(e.id, e.code, e.message)
+        except Exception as e:  # a decoder failure not foreseen: still an answer, and the connection goes on
+            logger.exception("decoding a request failed")
+            return protocol.error(protocol.shallow_id(line), "bad_request", f"{type(e).__name__}: {e}")
         try:
             return protocol.ok(req.id, self.api.answer(req))
         except QueryError as e:

@@ -1,9 +1,9 @@
 """`vaultq`: ask a running vaultd. Standard library only on this path, so it starts fast.
 
 Exit codes: 0 results, 1 no result (as grep), 2 bad usage or bad request,
-3 daemon unreachable, 4 the first index is still being built (the answer is of the
-notes read so far). Paths are shown relative to the current folder inside the vault,
-absolute outside it (the daemon shows them so: see protocol.Request.paths); --json
+3 daemon unreachable (not running, busy, or no answer: the message says which), 4 the
+first index is still being built (the answer is of the notes read so far). Paths are
+shown relative to the current folder inside the vault, absolute outside it (the daemon shows them so: see protocol.Request.paths); --json
 keeps them relative to the vault.
 """
 
@@ -320,7 +320,8 @@ def print_status(st: dict) -> None:
     if (w := st.get("watch")) and not w.get("ok", True):
         print(f"{'watch:':<12}DEGRADED: {w.get('problem')}")
     if st.get("writer") is False:
-        print(f"{'writer:':<12}no: another vaultd writes into this vault (splits, undo); this one indexes and answers")
+        print(f"{'writer:':<12}no: " + (st.get("writer_why") or "another vaultd writes into this vault (splits, undo); "
+                                                                "this one indexes and answers"))
     if st.get("last_error"):
         print(f"{'last error:':<12}{st['last_error']}")
     if st.get("index_rebuilt"):
@@ -941,6 +942,9 @@ def _ask(args, cwd: str, me: str) -> int:
         if e.code == "indexing":
             print(f"{me}: {e.message}", file=sys.stderr)
             return EXIT_INDEXING
+        if e.code == "busy":  # running, and serving every place it has: never "not running"
+            print(f"{me}: vaultd is busy: {e.message}", file=sys.stderr)
+            return EXIT_UNAVAILABLE
         if e.code == "bad_request" and "unknown field" in e.message:
             e.message += " (is the running vaultd older than this vaultq? restart it)"
         print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off", "unknown_vault", "vault_missing")
