@@ -143,3 +143,65 @@ def test_vaultd_check_from_inside_a_vault_it_knows_checks_that_vault(tmp_path):
     elsewhere = subprocess.run([sys.executable, "-m", "vaultd", "check"], capture_output=True, text=True,
                                cwd=tmp_path, env=env, timeout=60)
     assert elsewhere.returncode != 0 and "no vault given" in elsewhere.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "check", "index"])
+@pytest.mark.parametrize("key, toml", [
+    ("capture.folder", '[capture]\nfolder = "in\\u0000box"\n'),
+    ("vault", 'vault = "{vault}\\u0000x"\n'),
+    ("vaults[1]", 'vaults = ["{vault}", "{vault}2\\u0000"]\n'),
+    ("state_dir", 'state_dir = "/tmp/st\\u0000ate"\n'),
+    ("socket", 'socket = "/tmp/so\\u0000ck"\n'),
+    ("watch.ignore_dirs", '[watch]\nignore_dirs = [".git", "a\\u0000b"]\n'),
+    ("tiers.cold", '[tiers]\ncold = ["arch\\u0000ive/**"]\n'),
+])
+def test_a_nul_in_a_configured_path_is_a_configuration_error_naming_the_key(command, key, toml, vault, tmp_path):
+    """A NUL no path can hold: `vaultd run` stopped with a ValueError traceback (embedded null
+    byte) where the capture folder held one. Each path-valued key is checked before any path
+    is looked at: exit 2, the file and the key named, no traceback, nothing made."""
+    cfg = tmp_path / "nul.toml"
+    cfg.write_text(toml.replace("{vault}", str(vault)))
+    state = tmp_path / "state"
+    r = subprocess.run([sys.executable, "-m", "vaultd", command, "--config", str(cfg)]
+                       + ([] if key.startswith("vault") else ["--vault", str(vault)]),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith(f"vaultd: configuration error: {cfg}: {key}: "), r.stderr
+    assert "holds a NUL character" in r.stderr and "Traceback" not in r.stderr
+    assert not state.exists()
+
+
+def test_a_nul_in_a_path_given_to_the_library_is_a_config_error(vault):
+    with pytest.raises(ConfigError, match=r"capture.folder: 'in\\x00box' holds a NUL"):
+        Config(vault=str(vault), capture=msgspec.convert({"folder": "in\0box"}, type=type(Config().capture))).load()
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('[split]\nhost = "two words"\n', "split.host: expected a host name as `hostname` prints it, got 'two words'"),
+    ('[split]\nhost = "a"\n[capture]\nhost = "b"\n', "split.host (a) and capture.host (b) name different machines"),
+    ('[search]\nconflict_copies = "merge"\n', "search.conflict_copies: expected collapse, below or hide, got 'merge'"),
+])
+def test_bad_host_or_conflict_mode_exits_2(toml, message, vault, tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(toml)
+    r = subprocess.run([sys.executable, "-m", "vaultd", "index", "--config", str(cfg), "--vault", str(vault)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith(f"vaultd: configuration error: {cfg}: {message}"), r.stderr
+
+
+def test_the_writing_host(monkeypatch, vault):
+    """`host` names the one machine that writes (split.host or capture.host, the same rule);
+    VAULTD_HOSTNAME stands for this machine's name where set (_default_hostname)."""
+    from vaultd.config import same_host
+
+    monkeypatch.setenv("VAULTD_HOSTNAME", "desktop")
+    assert Config(vault=str(vault)).load().writes_elsewhere() is None  # empty: any host
+    cfg = Config.from_file(None)
+    for section in ("split", "capture"):
+        c = msgspec.structs.replace(cfg, **{section: msgspec.structs.replace(getattr(cfg, section), host="laptop")})
+        assert c.writes_elsewhere() == "this vault writes only on host laptop; this is desktop"
+        monkeypatch.setenv("VAULTD_HOSTNAME", "Laptop.lan")
+        assert c.writes_elsewhere() is None
+        monkeypatch.setenv("VAULTD_HOSTNAME", "desktop")
+    assert same_host("laptop", "LAPTOP") and same_host("laptop.lan", "laptop") and not same_host("laptop.a", "laptop.b")
+    assert not same_host("laptop", "laptop2")

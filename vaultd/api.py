@@ -261,6 +261,9 @@ class StatusReply(Reply):
     graph: str
     writer: bool
     split_mode: str
+    writer_why: str | None
+    """Why this vaultd does not write into the vault (null when it does): the config names
+    another host (`[split] host`), or another vaultd of this machine holds the writer lock."""
     capture: str | None
     index_rebuilt: str | None
     uptime_s: float

@@ -269,7 +269,8 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
             click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
         if st.get("writer") is False:
-            click.echo("           another vaultd writes into this vault (splits, undo); this one indexes and answers")
+            click.echo("           " + (st.get("writer_why") or "another vaultd writes into this vault (splits, undo); "
+                                                                   "this one indexes and answers"))
         if st.get("last_error"):
             click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
             ok = not st["pending"]

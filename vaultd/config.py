@@ -8,6 +8,8 @@ the XDG directories, with `VAULTD_*` environment overrides (one helper each).
 from __future__ import annotations
 
 import os
+import re
+import socket as so
 from pathlib import Path
 
 import msgspec
@@ -69,6 +71,11 @@ class Search(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     exact_title_weight: float = 0.5
     """A note whose title or an alias is the query, word for word (case, `-`, `_` and spaces
     aside), scores (1 + this) times: `properties` finds Properties before Properties view."""
+    conflict_copies: str = "collapse"
+    """A sync tool's conflict copy of a note (parse/conflicts.py: Syncthing, Dropbox, Nextcloud,
+    Obsidian Sync, git mergetool): collapse: left out of the hits when its note is one of them
+    (that hit names it under `conflicts`), shown when it alone holds the words; below: shown,
+    ranked just below its note; hide: never shown. `vaultq problems` lists every one."""
 
 
 class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -97,6 +104,7 @@ class Semantic(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 SPLIT_MODES = ("auto", "propose", "off")
+CONFLICT_MODES = ("collapse", "below", "hide")
 
 
 class Split(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -112,6 +120,12 @@ class Split(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Only notes unchanged for this many seconds (and with no editor lock) are split."""
     exclude: list[str] = []
     """Globs of notes never split."""
+    host: str = ""
+    """The one machine whose vaultd writes into this vault (a vault synced between machines:
+    Syncthing, Dropbox, iCloud, git), by its host name as `hostname` prints it: splits (auto
+    and by hand), undo, and `remember`. vaultd on another host indexes and answers, and
+    refuses every write, saying why. Empty: any host (vaultds on one machine take turns by
+    the writer lock). `[capture] host` says the same; see Config.writes_elsewhere."""
 
 
 class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -145,6 +159,9 @@ class Capture(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     empty: `remember` is off and refused."""
     format: str = "md"
     """md or org: the format of the daily capture note it creates."""
+    host: str = ""
+    """The one machine whose vaultd writes into this vault, as `[split] host` (either names
+    it; both set, they must agree: every write goes through one journal in the vault)."""
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -216,6 +233,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         the one socket (the first vault's). Raises ConfigError. `missing_ok`: of several
         vaults, those whose folder is not there (an unmounted disk) are loaded too, as long
         as one is there (`run` serves each once its folder appears)."""
+        self._check_paths()
         given = self.vaults or [self.vault or _default_vault()]
         if self.vault and self.vaults and str(Path(self.vault).expanduser().resolve()) not in \
                 [str(Path(v).expanduser().resolve()) for v in self.vaults]:
@@ -262,6 +280,30 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
                 log_level=self.log_level.lower(), capture=capture))
         return loaded
 
+    def writes_elsewhere(self) -> str | None:
+        """None when this machine may write into the vault (no `host` set, or this one);
+        else why not, in words: "this vault writes only on host X; this is Y". The host
+        name is read each time (see _default_hostname)."""
+        want = self.split.host or self.capture.host
+        if not want:
+            return None
+        here = _default_hostname()
+        return None if same_host(want, here) else f"this vault writes only on host {want}; this is {here}"
+
+    def _check_paths(self) -> None:
+        """Every path, folder name and glob of the config holds only what a path can hold (a
+        NUL cannot be in one: the OS would refuse it, and Python raise); raises ConfigError
+        naming the key. Run before any path is looked at."""
+        for key, val in (("vault", self.vault), ("state_dir", self.state_dir), ("socket", self.socket),
+                         ("capture.folder", self.capture.folder),
+                         *((f"vaults[{i}]", v) for i, v in enumerate(self.vaults)),
+                         *(("watch.extensions", v) for v in self.watch.extensions),
+                         *(("watch.ignore_dirs", v) for v in self.watch.ignore_dirs),
+                         *(("split.exclude", v) for v in self.split.exclude),
+                         *(("tiers.cold", v) for v in self.tiers.cold)):
+            if "\0" in val:
+                raise ConfigError(f"{key}: {val!r} holds a NUL character (\\0), which no path can hold")
+
     def _check(self) -> None:
         """Every value that is not a path checked; raises ConfigError."""
         if self.log_level.lower() not in LOG_LEVELS:
@@ -280,6 +322,16 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         ):
             if val < lo:
                 raise ConfigError(f"{key}: expected an integer >= {lo}, got {val}")
+        for key, host in (("split.host", self.split.host), ("capture.host", self.capture.host)):
+            if host and not _HOST_NAME.fullmatch(host):
+                raise ConfigError(f"{key}: expected a host name as `hostname` prints it, got {host!r}")
+        if self.split.host and self.capture.host and not same_host(self.split.host, self.capture.host):
+            raise ConfigError(f"split.host ({self.split.host}) and capture.host ({self.capture.host}) name different "
+                              "machines: every write into the vault goes through one journal in it, so one machine "
+                              "makes them all; set one of them")
+        if self.search.conflict_copies not in CONFLICT_MODES:
+            raise ConfigError(f"search.conflict_copies: expected collapse, below or hide, "
+                              f"got {self.search.conflict_copies!r}")
         if self.split.mode not in SPLIT_MODES:
             raise ConfigError(f"split.mode (or --split, VAULTD_SPLIT): expected auto, propose or off, "
                               f"got {self.split.mode!r}")
@@ -347,6 +399,24 @@ def real_capture_folder(vault: Path | str, folder: str, ignore_dirs: list[str]) 
     if os.path.lexists(real) and not os.path.isdir(real):
         raise ConfigError(f"capture.folder {folder!r} is a file, not a folder: move it away, or name another folder")
     return rel
+
+
+_HOST_NAME = re.compile(r"[^\s/\x00-\x1f\x7f]{1,255}")
+"""What a host name may be here: no space, slash or control character (Linux allows more
+than DNS does; `hostname` prints what the kernel holds)."""
+
+
+def same_host(a: str, b: str) -> bool:
+    """Whether host names `a` and `b` name one machine: equal but for case, or one is the
+    other's first label (`laptop` and `laptop.lan`)."""
+    a, b = a.casefold().rstrip("."), b.casefold().rstrip(".")
+    return a == b or (("." not in a or "." not in b) and a.split(".")[0] == b.split(".")[0])
+
+
+def _default_hostname() -> str:
+    """This machine's name as `host` keys are compared with: VAULTD_HOSTNAME when set (a
+    container whose host name changes at each start; the tests), else socket.gethostname()."""
+    return os.environ.get("VAULTD_HOSTNAME") or so.gethostname()
 
 
 def _default_vault() -> str:

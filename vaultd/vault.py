@@ -89,9 +89,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         """Notes split now, with the op: their hubs are watched for a stale editor buffer saved over them."""
         if not self._may_write():  # the writer reads the journal as it takes the lock; the others here
             self._read_journal()
-            holder = self._writer.holder()
-            logger.warning("another vaultd%s writes into %s: this one indexes and answers, and splits nothing while "
-                           "that one runs", f" (pid {holder})" if holder else "", self.root)
+            logger.warning("%s: %s", self.root, self.not_writing_why(pid=True))
         self._stale: set[str] = set()
         """Hubs changed since their split: checked, once quiet, for the parts' text saved back."""
         self.generation = self.state.state.generation + 1
@@ -163,7 +161,8 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
             "problems": self._problems(),
             **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
             "graph": "ready" if self.graph else "building",
-            "writer": self._writer.fd is not None,
+            "writer": (writer := self._writer.fd is not None),
+            "writer_why": None if writer else self.not_writing_why(),
             "split_mode": self.config.split.mode,
             "capture": self.config.capture.folder or None,
             "index_rebuilt": self.index.rebuilt_why,

@@ -24,10 +24,14 @@ class Splits:
         self._done = split.done_splits(self.journal)
 
     def _may_write(self) -> bool:
-        """Whether this vaultd may write into the vault: it holds the vault's writer lock.
-        Each time it takes it (at start, or when the vaultd that held it stopped), it first
-        rolls back what a crash left half done and reads the journal anew: the other one
-        may have split or undone since."""
+        """Whether this vaultd may write into the vault (split, undo, remember): this is the
+        host the config names (`[split] host`, if any: a vault synced between machines), and
+        it holds the vault's writer lock (one vaultd of this machine at a time). Each time it
+        takes the lock (at start, or when the vaultd that held it stopped), it first rolls
+        back what a crash left half done and reads the journal anew: the other one may have
+        split or undone since. On another host it never takes the lock."""
+        if self.config.writes_elsewhere():
+            return False
         with self._split_lock:
             if not self._writer.acquire():
                 return False
@@ -42,9 +46,17 @@ class Splits:
     def _writing(self) -> None:
         """Raise SplitError unless this vaultd may write into the vault (see _may_write)."""
         if not self._may_write():
-            holder = self._writer.holder()
-            raise split.SplitError(f"another vaultd{f' (pid {holder})' if holder else ''} writes into this vault: "
-                                   "only it splits, undoes and remembers; this one indexes and answers (nothing was changed)")
+            raise split.SplitError(f"{self.not_writing_why(pid=True)} (nothing was changed)")
+
+    def not_writing_why(self, pid: bool = False) -> str:
+        """Why this vaultd does not write into the vault, when _may_write() says it does not:
+        the config names another host, or another vaultd of this machine holds the lock (with
+        `pid`: its pid, where /proc/locks tells)."""
+        if elsewhere := self.config.writes_elsewhere():
+            return f"{elsewhere}: only that host splits, undoes and remembers; this vaultd indexes and answers"
+        holder = self._writer.holder() if pid else None
+        return (f"another vaultd{f' (pid {holder})' if holder else ''} writes into this vault: only it splits, "
+                "undoes and remembers; this one indexes and answers")
 
     # -- split ------------------------------------------------------------------
 
@@ -122,6 +134,7 @@ class Splits:
                       "files": [c.path for c in plan.changes]}
             if dry_run:
                 return {**result, "dry_run": True, "diff": split.diff(plan)}
+            self._writing()  # said first: on another host, no wait for quiet would help
             if check_quiet and not self._as_written(path):  # vaultd's own last write is no edit to wait out
                 split.check_quiet(self.root, path, cfg.quiet)
             elif check_quiet and (busy := split.editor_busy(self.root, path)):
@@ -175,6 +188,8 @@ class Splits:
         """Apply every proposal (`split_candidates()["over"]`), each through the journal.
         Notes an editor holds or that changed within `quiet` are skipped, with why."""
         cfg = self.config.split
+        if elsewhere := self.config.writes_elsewhere():  # the same for every note: said once
+            raise QueryError(f"{elsewhere}: only that host splits; nothing was split")
         done, skipped = [], []
         for path in sorted(self._stale):  # hubs saved whole again: the user's save wins
             op = self._resolve_stale(path, check_quiet=False)
@@ -222,7 +237,7 @@ class Splits:
             if not force:
                 split.undoable(self.root, self.journal, [op for op in ops if op not in appends])  # all or nothing
         except split.SplitError as e:
-            raise QueryError(f"{e}; nothing was undone" if "another vaultd" not in str(e) else str(e)) from None
+            raise QueryError(f"{e}; nothing was undone" if "nothing was changed" not in str(e) else str(e)) from None
         for op in ops:
             try:
                 with self._split_lock:
@@ -260,10 +275,14 @@ class Splits:
         return f"{why}: auto-split leaves it whole (`vaultq split` splits it by hand)"
 
     def _announce_split(self) -> None:
+        cfg = self.config.split
+        if elsewhere := self.config.writes_elsewhere():
+            logger.warning("%s: vaultd here writes nothing into the vault: no split (on its own or when asked), no "
+                           "undo, no remember; it indexes and answers (`vaultq split --list` still proposes)", elsewhere)
+            return
         if folder := self.config.capture.folder:
             logger.warning("agent capture is on: `remember` appends agents' entries to the day's capture note in %s/ "
                            "(each undoable: `vaultq split --undo OP`); unset [capture] folder to turn it off", folder)
-        cfg = self.config.split
         over = sum(1 for n in self.notes.values() if n.size > cfg.threshold)
         if cfg.mode == "off":
             logger.info("auto-split is off: vaultd writes nothing into the vault (%d notes over %d bytes; "
