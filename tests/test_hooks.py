@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DEADLINE
 from vaultd.render import cost
 
 HEADER = re.compile(r"^## (.+?):(\d+)-(\d+) ", re.M)
@@ -72,7 +73,7 @@ def test_session_start_hook_gives_the_working_set_within_budget(daemon, project)
     g = daemon.status()["generation"]
     done = daemon.vault / "notes" / "Finished.md"  # changed lately, but `done`: not HOT
     done.write_text("---\ntags: [done]\n---\n# Finished\n\nAll of it.\n")
-    daemon.wait_generation(g, timeout=5)
+    daemon.wait_generation(g)
     for budget in ("1500", "200"):
         r = vaultq("--socket", sock, "hook", "session-start", "--budget", budget, cwd=project,
                    stdin=hook_input("SessionStart", project, source="startup"))
@@ -152,7 +153,8 @@ def test_the_claude_code_plugin_runs_as_configured(daemon, project):
     for event, extra in (("SessionStart", {"source": "startup"}), ("UserPromptSubmit", {"prompt": "boredom"})):
         (entry,) = hooks[event]
         for h in entry["hooks"]:
-            r = subprocess.run(h["command"], shell=True, capture_output=True, text=True, timeout=h["timeout"],
+            assert h["timeout"] > 5, "above vaultq's own 5 s for a hook: it gives up first, and says so"
+            r = subprocess.run(h["command"], shell=True, capture_output=True, text=True, timeout=DEADLINE,
                                cwd=project, input=hook_input(event, project, **extra), env={**os.environ, **env})
             assert r.returncode == 0 and r.stderr == "" and _cited(r.stdout), (event, r.stderr)
     (server,) = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"].values()
@@ -170,17 +172,15 @@ def test_the_claude_code_plugin_runs_as_configured(daemon, project):
 
 def test_a_hook_never_hangs_on_a_stopped_daemon_and_survives_bad_characters(daemon, project):
     import signal
-    import time
 
     sock = str(daemon.socket)
     bad = '{"hook_event_name": "UserPromptSubmit", "cwd": "%s", "prompt": "\\ud800 deep work"}' % project
     r = vaultq("--socket", sock, "hook", "prompt", cwd=project, stdin=bad)
     assert r.returncode == 0 and "Deep work" in r.stdout, r.stderr  # a lone surrogate is only a bad character
     os.kill(daemon.proc.pid, signal.SIGSTOP)  # hung: it accepts, and never answers
-    try:
-        t = time.monotonic()
+    try:  # the hook gives up by itself (how soon is vaultq's 5 s, within the agent's 10 s: not timed here)
         r = vaultq("--socket", sock, "hook", "prompt", cwd=project,
                    stdin=hook_input("UserPromptSubmit", project, prompt="deep work"))
-        assert r.returncode == 3 and "timed out" in r.stderr and time.monotonic() - t < 9, r.stderr
+        assert r.returncode == 3 and "timed out" in r.stderr, r.stderr
     finally:
         os.kill(daemon.proc.pid, signal.SIGCONT)

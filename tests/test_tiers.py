@@ -159,7 +159,7 @@ def test_access_and_pins_survive_a_restart_and_a_sigkill_after_flush(make_daemon
     d.request("pin", note="Deep work")
     d.request("read", note="Deep work")
     state = d.state / "state.json"
-    wait_for(lambda: state.exists() and b"Deep work" in state.read_bytes(), timeout=3)
+    wait_for(lambda: state.exists() and b"Deep work" in state.read_bytes())
     d.stop(signal.SIGKILL)
     d2 = make_daemon()
     why = {h["path"]: h["why"] for h in d2.request("hot")["hot"]}
@@ -299,9 +299,8 @@ def test_context_never_exceeds_its_budget_and_every_item_is_exact(cv, budget, q,
 
 def test_a_window_of_megabytes_is_found_in_a_few_tries(tmp_path):
     # a window grown a line at a time renders each step whole: a budget of megabytes over
-    # a big note took from seconds to hours; by bisection it takes a few dozen renders
-    import time
-
+    # a big note took from seconds to hours (tens of thousands of renders); by bisection it
+    # takes a few dozen renders (counted: how long they take is the bench's to say)
     from vaultd.query.context import fit
 
     lines = [f"line {i} of a long note about the walrus" for i in range(40000)]
@@ -312,9 +311,8 @@ def test_a_window_of_megabytes_is_found_in_a_few_tries(tmp_path):
         return {"kind": "hit", "path": "big.md", "title": "Big", "tags": [], "first": a, "last": b,
                 "text": "\n".join(lines[a - 1 : b]), "why": "walrus"}
 
-    t = time.perf_counter()
     item = fit(lines, 1, 40000, 30000, make, 1_000_000, "bytes")
-    assert len(renders) < 80 and time.perf_counter() - t < 2
+    assert len(renders) < 80, len(renders)
     assert cost(context_item(item), "bytes") <= 1_000_000 < cost(context_item(make(item["first"] - 1, item["last"])), "bytes")
     assert item["first"] < 30000 < item["last"] == 40000  # grown in step, then upward only once the end was reached
 
@@ -351,10 +349,10 @@ def test_changes_since_lists_exactly_what_changed(daemon):
     (v / "notes" / "new.md").write_text("brand new\n")
     (v / "journal" / "2025-11-20.md").write_text("edited\n")
     # each step waited for by what it changes: under load, two writes may be two commits
-    wait_for(lambda: (r := daemon.request("changes", since=g0))["added"] and r["changed"], timeout=10, interval=0.05)
+    wait_for(lambda: (r := daemon.request("changes", since=g0))["added"] and r["changed"], interval=0.05)
     os.rename(v / "notes" / "Deep work.md", v / "journal" / "Deep work.md")
     os.unlink(v / "notes" / "20251101T120000--가치관__철학.md")
-    wait_for(lambda: (r := daemon.request("changes", since=g0))["moved"] and r["deleted"], timeout=10, interval=0.05)
+    wait_for(lambda: (r := daemon.request("changes", since=g0))["moved"] and r["deleted"], interval=0.05)
     g = daemon.status()["generation"]
     res = daemon.request("changes", since=g0)
     assert (res["added"], res["changed"], res["deleted"], res["moved"], res["reset"]) == (
@@ -373,9 +371,9 @@ def test_a_move_whose_two_ends_are_committed_apart_is_a_move(daemon):
     g0 = daemon.status()["generation"]
     text = (v / "notes" / "Deep work.md").read_bytes()
     (v / "notes" / "Deep work.md").unlink()
-    wait_for(lambda: daemon.request("changes", since=g0)["deleted"], timeout=10, interval=0.05)
+    wait_for(lambda: daemon.request("changes", since=g0)["deleted"], interval=0.05)
     (v / "journal" / "Deep work.md").write_bytes(text)
-    wait_for(lambda: daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    wait_for(lambda: daemon.request("changes", since=g0)["moved"], interval=0.05)
     res = daemon.request("changes", since=g0)
     assert (res["added"], res["deleted"], res["moved"]) == ([], [], [["notes/Deep work.md", "journal/Deep work.md"]])
     assert [p["path"] for p in daemon.request("pins")["pins"]] == ["journal/Deep work.md"]
@@ -385,9 +383,10 @@ def test_a_note_moved_away_and_back_is_not_moved_onto_itself(daemon):
     v = daemon.vault
     g0 = daemon.status()["generation"]
     os.rename(v / "notes" / "Deep work.md", v / "journal" / "Deep work.md")
-    wait_for(lambda: daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    wait_for(lambda: daemon.request("changes", since=g0)["moved"], interval=0.05)
     os.rename(v / "journal" / "Deep work.md", v / "notes" / "Deep work.md")
-    wait_for(lambda: not daemon.request("changes", since=g0)["moved"], timeout=10, interval=0.05)
+    # both ends of the move back committed (the old path's deletion may come first, on its own)
+    wait_for(lambda: not (r := daemon.request("changes", since=g0))["moved"] and not r["deleted"], interval=0.05)
     res = daemon.request("changes", since=g0)
     assert (res["added"], res["deleted"], res["moved"], res["changed"]) == ([], [], [], ["notes/Deep work.md"])
 

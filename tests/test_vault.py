@@ -2,13 +2,13 @@
 
 import os
 import tempfile
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import msgspec
+from conftest import wait_for
 
 from vaultd.config import Config, Index
 from vaultd.errors import IndexLocked
@@ -195,12 +195,15 @@ def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
     items = [(f"bulk/n{i}.md", 0, 40, 0) for i in range(workers.CHUNK * 6)]
     got = workers.parse_many(str(vault), items, 1 << 20, 2)
     first = next(got)
-    time.sleep(1.5)  # the other chunks are parsed and waiting in the spool: empty it, as a cleaner of /dev/shm would
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    for d in os.listdir(base):
-        if d.startswith(f"{workers.SPOOL_PREFIX}{os.getpid()}-"):
-            for f in os.listdir(os.path.join(base, d)):
-                os.unlink(os.path.join(base, d, f))
+
+    def spooled() -> list[str]:
+        mine = [os.path.join(base, d) for d in os.listdir(base) if d.startswith(f"{workers.SPOOL_PREFIX}{os.getpid()}-")]
+        return [os.path.join(d, f) for d in mine for f in os.listdir(d)]
+
+    wait_for(lambda: len(spooled()) == 5)  # the 5 other chunks are parsed and waiting in the spool:
+    for f in spooled():  # empty it, as a cleaner of /dev/shm would
+        os.unlink(f)
     rest = [first, *got]
     assert [(rel, note.path if note else None) for rel, note, _ in rest] == [(rel, rel) for rel, *_ in items]
     assert "output is gone" in caplog.text
