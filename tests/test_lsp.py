@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DEADLINE
 from lsprotocol import types as t
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
@@ -50,6 +51,7 @@ class Session:
         self.c, self.vault = client, vault
         self.diagnostics: dict[str, list[t.Diagnostic]] = {}
         self.messages: list[t.ShowMessageParams] = []
+        self.events: list[tuple] = []  # what the server sent, in order: ("diagnostics", uri, version), ...
         self.got = asyncio.Event()
 
     def uri(self, rel: str) -> str:
@@ -66,7 +68,7 @@ class Session:
             text_document=t.VersionedTextDocumentIdentifier(uri=self.uri(rel), version=version),
             content_changes=[t.TextDocumentContentChangeWholeDocument(text=text)]))
 
-    async def diagnosed(self, rel: str, version: int | None = None, timeout: float = 10) -> list[t.Diagnostic]:
+    async def diagnosed(self, rel: str, version: int | None = None, timeout: float = DEADLINE) -> list[t.Diagnostic]:
         uri = self.uri(rel)
 
         async def wait():
@@ -92,12 +94,20 @@ class Session:
     async def completion(self, rel: str, pos: t.Position):
         return await self.c.text_document_completion_async(t.CompletionParams(text_document=self.doc(rel), position=pos))
 
+    def replied(self, name: str, future):
+        """Await a request sent with the client's future API, and note its reply in `events`
+        as it comes in (in the order of the messages, before any later one is handled)."""
+        future.add_done_callback(lambda _: self.events.append(("reply", name)))
+        return asyncio.wrap_future(future)
+
     async def hover(self, rel: str, pos: t.Position):
         return await self.c.text_document_hover_async(t.HoverParams(text_document=self.doc(rel), position=pos))
 
 
 def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
-    """Run `steps(session)` against `vaultd lsp` started in the vault (as an editor starts it)."""
+    """Run `steps(session)` against `vaultd lsp` started in the vault (as an editor starts it).
+    Its stderr is read all along (a full pipe would stop it); every wait has the deadline,
+    and a server that does not answer its shutdown by then is killed."""
 
     async def main():
         client = LanguageClient("test", "1")
@@ -108,6 +118,7 @@ def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
         def _diags(params: t.PublishDiagnosticsParams):
             s.diagnostics[params.uri] = list(params.diagnostics)
             s.versions[params.uri] = params.version
+            s.events.append(("diagnostics", params.uri, params.version))
             s.got.set()
 
         @client.feature(t.WINDOW_SHOW_MESSAGE)
@@ -118,17 +129,33 @@ def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
         args = ["-m", "vaultd", "lsp", *LSP_ARGS] + (["--socket", socket] if socket else [])
         await client.start_io(sys.executable, *args, cwd=str(vault),
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})})
+        drain = asyncio.create_task(_drain(client._server.stderr))
         try:
-            await client.initialize_async(t.InitializeParams(
-                capabilities=t.ClientCapabilities(), root_uri=from_fs_path(str(vault)), process_id=os.getpid()))
+            await asyncio.wait_for(client.initialize_async(t.InitializeParams(
+                capabilities=t.ClientCapabilities(), root_uri=from_fs_path(str(vault)), process_id=os.getpid())),
+                DEADLINE)
             client.initialized(t.InitializedParams())
-            return await asyncio.wait_for(steps(s), 60)
+            return await asyncio.wait_for(steps(s), DEADLINE)
         finally:
-            await client.shutdown_async(None)
-            client.exit(None)
-            await client.stop()
+            try:
+                await asyncio.wait_for(client.shutdown_async(None), DEADLINE)
+                client.exit(None)
+            finally:
+                if client._server.returncode is None:
+                    try:
+                        await asyncio.wait_for(client._server.wait(), DEADLINE)
+                    except asyncio.TimeoutError:
+                        client._server.kill()
+                await client.stop()
+                await drain
 
     return asyncio.run(main())
+
+
+async def _drain(stream) -> None:
+    """Read a child's stream to its end, so that it never waits on a full pipe."""
+    while await stream.read(1 << 16):
+        pass
 
 
 def line_of(vault: Path, rel: str, text: str) -> int:
@@ -358,13 +385,14 @@ def test_a_file_outside_every_vault_is_left_alone_silently(evault, tmp_path, sho
 
 def test_documents_never_opened_on_disk_or_not(edaemon, evault):
     """A request about a document the client never opened: read from disk when it is there,
-    nothing (null, not an internal error) when it is not, for every feature."""
+    nothing (null, not an internal error) when it is not, for every feature. (A folder, or
+    anything else that is not a note of the vault, gets an error reply: test_lsp_limits.py.)"""
     missing, deep = "never-opened.md", "notes/Deep work.md"
     pos = t.Position(line=0, character=3)
 
     async def steps(s: Session):
         out = {}
-        for rel in (missing, "notes"):  # not there; a folder
+        for rel in (missing, "notes/missing/x.md"):  # not there; not there, nor its folder
             doc = s.doc(rel)
             out[rel] = [
                 await s.definition(rel, pos), await s.hover(rel, pos), await s.references(rel, pos),
@@ -377,35 +405,31 @@ def test_documents_never_opened_on_disk_or_not(edaemon, evault):
         return out
 
     got = lsp(evault, steps, str(edaemon.socket))
-    assert got[missing] == [None] * 5 and got["notes"] == [None] * 5
+    assert got[missing] == [None] * 5 and got["notes/missing/x.md"] == [None] * 5
     rules = line_of(evault, deep, "## Rules")
     assert (got["disk"].uri, got["disk"].range.start.line) == (from_fs_path(str(evault / deep)), rules)
     assert [x.name for x in got["symbols"]] == ["Deep work"]
 
 
-def test_a_link_at_the_end_of_a_5_mb_line_is_found_at_once(edaemon, evault):
-    """Position conversion and the link under the cursor cost little on a huge line: the
-    server answers at the end of a 5 MB line as fast as near its start, and stays responsive."""
-    import time
-
+def test_a_link_at_the_end_of_a_5_mb_line_is_found(edaemon, evault):
+    """Position conversion and the link under the cursor on a huge line: the link at the end
+    of a 5 MB line is found, at its exact columns, and the server stays responsive. (How
+    fast is bench/'s to say: it was 12 s, a character at a time over the whole line.)"""
     text = "x" * 5_000_000 + " [[Deep work]]"
 
     async def steps(s: Session):
         s.open("big.md", text)
         near = await s.hover("big.md", t.Position(line=0, character=3))  # the buffer read, once
-        t0 = time.perf_counter()
         far, syms = await asyncio.gather(
             s.definition("big.md", t.Position(line=0, character=5_000_005)),
             s.c.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=s.doc("big.md"))))
-        took = time.perf_counter() - t0
         hover = await s.hover("big.md", t.Position(line=0, character=len(text)))  # just past it
-        return near, far, syms, took, hover
+        return near, far, syms, hover
 
-    near, far, syms, took, hover = lsp(evault, steps, str(edaemon.socket))
+    near, far, syms, hover = lsp(evault, steps, str(edaemon.socket))
     assert near is None and syms == []
     assert far.uri == from_fs_path(str(evault / "notes/Deep work.md"))
     assert hover.range.start.character == 5_000_001 and hover.range.end.character == len(text)
-    assert took < 2.0, took  # was 12 s: a character at a time over the whole line
 
 
 def test_diagnostics_cleared_when_the_daemon_stops(make_daemon, evault):
@@ -443,20 +467,20 @@ local ok, err = pcall(function()
                                            callback = function() vim.lsp.buf_attach_client(0, id) end})
   vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_FILE')))
   local start = vim.api.nvim_buf_get_name(0)
-  out.ready = vim.wait(20000, function()
+  out.ready = vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function()
     local c = vim.lsp.get_client_by_id(id)
     return c ~= nil and c.initialized
   end, 20)
   -- go to definition of [[Deep work#규칙 정리]], the cursor inside the heading's name
   vim.api.nvim_win_set_cursor(0, {tonumber(os.getenv('VLSP_LINE')), tonumber(os.getenv('VLSP_COL'))})
   vim.lsp.buf.definition()
-  vim.wait(20000, function() return vim.api.nvim_buf_get_name(0) ~= start end, 20)
+  vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function() return vim.api.nvim_buf_get_name(0) ~= start end, 20)
   out.file = vim.api.nvim_buf_get_name(0)
   out.cursor = vim.api.nvim_win_get_cursor(0)
   out.line = vim.api.nvim_get_current_line()
   -- references of the heading it landed on: the quickfix list
   vim.lsp.buf.references({includeDeclaration = false})
-  vim.wait(20000, function() return #vim.fn.getqflist() > 0 end, 20)
+  vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function() return #vim.fn.getqflist() > 0 end, 20)
   out.refs = {}
   for _, it in ipairs(vim.fn.getqflist()) do
     table.insert(out.refs, {vim.api.nvim_buf_get_name(it.bufnr), it.lnum, it.col})
@@ -478,9 +502,10 @@ def test_neovim_jumps_to_a_heading_and_lists_its_references(edaemon, evault, tmp
     col = len(line8[: line8.index("규칙 정리") + 1].encode())  # nvim's cursor column is in bytes, 0-based
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(evault),
            "VLSP_FILE": str(evault / KOREAN), "VLSP_LINE": "8", "VLSP_COL": str(col),
+           "VLSP_WAIT_MS": str(int(DEADLINE * 1000)),
            "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(edaemon.socket)])}
     subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
-                   cwd=evault, timeout=90, check=True, capture_output=True)
+                   cwd=evault, timeout=4 * DEADLINE, check=True, capture_output=True)
     got = json.loads(out.read_text())
     assert "error" not in got and got["ready"], got
     heading = line_of(evault, "notes/Deep work.md", "## 규칙 정리") + 1
@@ -514,7 +539,7 @@ def test_a_request_with_params_of_the_wrong_type_gets_an_error_reply(edaemon, ev
         while True:  # past notifications (window/showMessage) to the reply
             while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + int(
                     got.split(b"\r\n", 1)[0].split(b":")[1]):
-                assert select.select([p.stdout], [], [], 10)[0], f"no reply to {want_id}"
+                assert select.select([p.stdout], [], [], DEADLINE)[0], f"no reply to {want_id}"
                 got.extend(os.read(p.stdout.fileno(), 1 << 16))
             head = got.index(b"\r\n\r\n") + 4
             n = int(got.split(b"\r\n", 1)[0].split(b":")[1])

@@ -34,8 +34,11 @@ import asyncio
 import logging
 import os
 import re
+import stat
+import threading
 import time
 from bisect import bisect_right
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
@@ -52,7 +55,7 @@ from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
 from .note import Heading, Link, headings_of
 from .parse import parse_lines
-from .paths import pick_socket
+from .paths import pick_socket, read_head
 from .store.graph import Graph
 
 logger = logging.getLogger("vaultd.lsp")
@@ -158,22 +161,144 @@ def _inside(path: str, root: str) -> bool:
     return os.path.realpath(path).startswith(os.path.join(os.path.realpath(root), ""))
 
 
-def file_text(path: str) -> str | None:
-    """A file's text as vaultd reads it (UTF-8, bad bytes replaced, CRLF folded); None when
-    it cannot be read (not there, a folder)."""
-    from .parse import decode
+# -- what the server reads: the vault's notes, the editor's buffers ---------------------
+
+
+class NotANote(JsonRpcException):
+    """The error reply to a request about a document never opened that is not a note of the
+    vault (outside it, a symlink, a FIFO, a device, a folder, over the size cap): nothing of
+    it was read. RequestFailed: the request was understood, and refused."""
+
+    CODE = int(t.LSPErrorCodes.RequestFailed)
+    MESSAGE = "not a note of the vault"
+
+
+def size_cap() -> int:
+    """The daemon's size cap in bytes: `[index] max_file_mb` of the config file vaultd reads
+    by default (VAULTD_CONFIG, else the user's), else the default."""
+    from .config import Config, Index, default_config_path
+    from .errors import ConfigError
 
     try:
-        with open(path, "rb") as f:
-            return decode(f.read())[0]
-    except OSError:
+        return Config.from_file(default_config_path()).index.max_file_mb << 20
+    except ConfigError as e:
+        logger.warning("%s; the size cap is the default", e)
+        return Index().max_file_mb << 20
+
+
+def over_cap(cap: int) -> str:
+    return f"over the size cap (index.max_file_mb = {cap >> 20})"
+
+
+def megabytes(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MB"
+
+
+def vault_rel(path: str, vault: str) -> str | None:
+    """`path` relative to the vault, its folders resolved (a folder that is a symlink out of
+    the vault leads out of it) and its last part as it is; None when outside the vault."""
+    here = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    rel = os.path.relpath(here, os.path.realpath(vault))
+    return None if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep) else rel
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def note_text(path: str, vault: str, cap: int) -> str | None:
+    """The text of the vault's note at `path` as the daemon reads it (paths.read_head, then
+    decoded as vaultd decodes), or None when nothing is there. Anything else is refused with
+    NotANote before a byte of it is read: a path outside the vault, a symlink, a FIFO, a
+    device, a folder (looked at with lstat, then opened without blocking and checked again
+    by open_note), a file over the size cap `cap`."""
+    from .parse import decode
+
+    rel = vault_rel(path, vault)
+    if rel is None:
+        raise NotANote(f"{path} is outside the vault {vault}: the LSP reads only the vault's notes")
+    full = os.path.join(os.path.realpath(vault), rel)
+    try:
+        st = os.lstat(full)
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as e:
+        raise NotANote(f"{path} cannot be read: {e.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise NotANote(f"{path} is a symlink: vaultd reads no symlink as a note")
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
+        raise NotANote(f"{path} is not a regular file ({kind}): vaultd reads only files as notes")
+    if st.st_size > cap:
+        raise NotANote(f"{path} is {megabytes(st.st_size)}, {over_cap(cap)}")
+    try:
+        data, size = read_head(os.path.realpath(vault), rel, cap)
+    except FileNotFoundError:
+        return None
+    except OSError as e:  # swapped for something else since lstat
+        raise NotANote(f"{path} cannot be read as a note: {e.strerror}") from None
+    if size > cap:
+        raise NotANote(f"{path} is {megabytes(size)}, {over_cap(cap)}")
+    return decode(data)[0]
 
 
-def file_lines(path: str) -> list[str]:
-    """A file's lines (see file_text); none when it cannot be read."""
-    text = file_text(path)
-    return [] if text is None else text.split("\n")
+def buffer_size(text: str, cap: int) -> int | None:
+    """The UTF-8 size of a buffer's text when it is over `cap` bytes, else None (counted
+    without encoding it when its length alone says)."""
+    if 4 * len(text) <= cap:
+        return None
+    size = len(text) if len(text) > cap else len(text.encode("utf-8", "surrogatepass"))
+    return size if size > cap else None
+
+
+def too_big(size: int, cap: int) -> t.Diagnostic:
+    """The one diagnostic of a buffer over the size cap, on its first line."""
+    start = t.Position(line=0, character=0)
+    return t.Diagnostic(range=t.Range(start=start, end=start), severity=t.DiagnosticSeverity.Warning,
+                        source="vaultd", code="too-big",
+                        message=f"this buffer is {megabytes(size)}, {over_cap(cap)}: vaultd does not read it for "
+                                "links (no diagnostics, definitions, hovers or completions in it)")
+
+
+# -- work off the event loop, dropped when no longer wanted -------------------------------
+
+
+class Dropped(Exception):
+    """Work given up: its request was cancelled ($/cancelRequest), or a newer version of its
+    document arrived (or the document was closed)."""
+
+
+_running = threading.local()
+
+
+class Job:
+    """One piece of work done in a worker thread; `cancel()` makes its next checkpoint()
+    raise Dropped (a daemon request under way is let finish, and its answer dropped)."""
+
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+
+    def run(self, fn, *args):
+        _running.job = self
+        try:
+            self.checkpoint()
+            return fn(*args)
+        finally:
+            _running.job = None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def checkpoint(self) -> None:
+        if self.cancelled.is_set():
+            raise Dropped
+
+
+def checkpoint() -> None:
+    """Raise Dropped when the work running in this thread is no longer wanted."""
+    job = getattr(_running, "job", None)
+    if job is not None:
+        job.checkpoint()
 
 
 # -- where links lead, asked of the daemon ----------------------------------------------
@@ -192,8 +317,17 @@ class Dest(dict):
 def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
     """Where each of the buffer's links leads (None: a URL or an attachment), each asked of
     the daemon as written in the buffer's file (`resolve`, from its path: a file the vault
-    does not hold yet too). Links within the buffer are resolved against its own text."""
-    return [resolve_link(session, buf, ln) for ln in buf.links]
+    does not hold yet too). Links within the buffer are resolved against its own text. The
+    same link written twice is asked once; between two, the work may be dropped (Dropped)."""
+    seen: dict[tuple[str, str], Dest | None] = {}
+    out = []
+    for ln in buf.links:
+        key = (ln.kind, ln.raw)
+        if key not in seen:
+            checkpoint()
+            seen[key] = resolve_link(session, buf, ln)
+        out.append(seen[key])
+    return out
 
 
 def resolve_link(session: _Session, buf: Buffer, ln: Link) -> Dest | None:
@@ -316,17 +450,116 @@ class _Protocol(LanguageServerProtocol):
             super().handle_message(message)
 
 
+WORKERS = 4
+"""Threads answering requests, and as many checking open documents' links: a request or a
+check waits on the daemon or parses a big buffer there, never in the thread that reads
+the client's messages and writes the replies."""
+
+
 class VaultServer(LanguageServer):
+    """The server: messages are read and replies written in one thread (pygls's event loop);
+    requests are answered in worker threads (`answer`), and each open document's links
+    checked in others (`check_soon`), so that no document waits on another's work."""
+
     def __init__(self, daemon: Daemon):
         super().__init__("vaultd", __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full,
                          protocol_cls=_Protocol)
         self.daemon = daemon
+        self.cap = size_cap()
+        self._docs: dict[str, tuple[int | None, str]] = {}  # open document (unquoted URI) -> (version, text)
         self._buffers: dict[str, tuple[int | None, Buffer]] = {}
+        self._parsing: dict[str, threading.Lock] = {}
         self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
         self._several = False  # the daemon serves several vaults: each request names the one asked of
         self._down_said = False
+        self._said = threading.Lock()
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        self._checks: dict[str, Job] = {}  # open document -> the check of its latest version
         self._elsewhere: dict[str, float] = {}  # folder -> until when it is known to be of no vault
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._requests = ThreadPoolExecutor(WORKERS, thread_name_prefix="vaultd-lsp-request")
+        self._checking = ThreadPoolExecutor(WORKERS, thread_name_prefix="vaultd-lsp-check")
+
+    # -- work off the event loop
+
+    async def answer(self, fn, params):
+        """`fn(self, params)` worked out in a request worker; when the client cancels the
+        request ($/cancelRequest), its reply (Request Cancelled) goes at once and the work is
+        dropped at its next checkpoint."""
+        self._loop = asyncio.get_running_loop()
+        job = Job()
+        try:
+            return await self._loop.run_in_executor(self._requests, job.run, fn, self, params)
+        except asyncio.CancelledError:
+            job.cancel()
+            raise
+
+    def on_loop(self, fn, *args) -> None:
+        """Call `fn(*args)` in the event loop's thread (messages to the client are written
+        from there only, in the order they are made)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            fn(*args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def say(self, kind: t.MessageType, message: str) -> None:
+        self.on_loop(self.window_show_message, t.ShowMessageParams(type=kind, message=message))
+
+    # -- open documents and their checks (in the event loop's thread)
+
+    def opened(self, uri: str) -> None:
+        """Keep the text the client sent for `uri`, with its version, and check its links soon."""
+        self._loop = asyncio.get_running_loop()
+        doc = self.workspace.get_text_document(uri)
+        self._docs[unquote(uri)] = (doc.version, doc.source)
+
+    def closed(self, uri: str) -> None:
+        self._docs.pop(unquote(uri), None)
+        self._buffers.pop(uri, None)
+        self._parsing.pop(uri, None)
+        self._drop_check(uri)
+        self.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def _drop_check(self, uri: str) -> None:
+        old = self._pending.pop(uri, None)
+        if old:
+            old.cancel()
+        job = self._checks.pop(uri, None)
+        if job:
+            job.cancel()
+
+    def check_soon(self, uri: str, delay: float) -> None:
+        """Check the document's links once it has been quiet for `delay` seconds, in a check
+        worker; the check of an older version is dropped at once (never published)."""
+        self._drop_check(uri)
+        self._pending[uri] = asyncio.get_running_loop().call_later(delay, self._start_check, uri)
+
+    def _start_check(self, uri: str) -> None:
+        self._pending.pop(uri, None)
+        doc = self._docs.get(unquote(uri))
+        if doc is None:
+            return
+        job = self._checks[uri] = Job()
+        done = self._checking.submit(job.run, self._check, uri, doc, job)
+        done.add_done_callback(_log_failure(uri))
+
+    def _check(self, uri: str, doc: tuple[int | None, str], job: Job) -> None:
+        out = diagnostics(self, uri, doc)
+        self.on_loop(self._publish, uri, doc[0], job, out)
+
+    def _publish(self, uri: str, version: int | None, job: Job, out: list[t.Diagnostic]) -> None:
+        if self._checks.get(uri) is job and not job.cancelled.is_set():
+            del self._checks[uri]
+            self.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, version=version,
+                                                                              diagnostics=out))
 
     # -- talking to the daemon, and saying once when it is down
 
@@ -341,20 +574,21 @@ class VaultServer(LanguageServer):
         if getattr(e, "reason", None) == "several":
             logger.info("%s", e)
             return
-        if not self._down_said:
-            self._down_said = True
-            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Error, message=f"vaultd: {e}"))
+        with self._said:
+            said, self._down_said = self._down_said, True
+        if not said:
+            self.say(t.MessageType.Error, f"vaultd: {e}")
         logger.warning("%s", e)
 
     def up(self) -> None:
-        if self._down_said:
-            self._down_said = False
-            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Info,
-                                                         message="vaultd: the daemon answers again"))
+        with self._said:
+            said, self._down_said = self._down_said, False
+        if said:
+            self.say(t.MessageType.Info, "vaultd: the daemon answers again")
 
     def failed(self, e: RequestFailed) -> None:
         if e.code == "indexing":
-            self.window_show_message(t.ShowMessageParams(type=t.MessageType.Info, message=f"vaultd: {e.message}"))
+            self.say(t.MessageType.Info, f"vaultd: {e.message}")
         logger.info("%s: %s", e.code, e.message)
 
     @contextmanager
@@ -415,37 +649,59 @@ class VaultServer(LanguageServer):
     # -- buffers
 
     def buffer(self, uri: str) -> Buffer | None:
-        """The document as the client has it open, else as it is on disk; None when it is
-        neither (a request about a document never opened, not saved: nothing to say)."""
+        """The document as the client has it open (None when it is over the size cap: see
+        diagnostics), else the vault's note on disk (None when nothing is there; NotANote for
+        anything that is not a note of the vault). Each version of an open document is
+        parsed once, however many requests and checks ask for it at once."""
         path = uri_path(uri)
         if path is None:
             return None
-        if not is_open(self, uri):
+        doc = self._docs.get(unquote(uri))
+        if doc is None:
             self._buffers.pop(uri, None)
-            text = file_text(path)
-            return None if text is None else Buffer(path, text, self.vault_of(path))
-        doc = self.workspace.get_text_document(uri)
-        got = self._buffers.get(uri)
-        if got and got[0] == doc.version and doc.version is not None:
-            return got[1]
-        buf = Buffer(path, doc.source, self.vault_of(path))
-        self._buffers[uri] = (doc.version, buf)
-        return buf
+            return self.note(path)
+        return self.parsed(uri, path, doc)
+
+    def parsed(self, uri: str, path: str, doc: tuple[int | None, str]) -> Buffer | None:
+        """The buffer of one version of an open document (None when it is over the size cap)."""
+        version, text = doc
+        if buffer_size(text, self.cap) is not None:
+            return None
+        with self._parsing.setdefault(uri, threading.Lock()):
+            got = self._buffers.get(uri)
+            if got and got[0] == version and version is not None:
+                return got[1]
+            checkpoint()
+            buf = Buffer(path, text, self.vault_of(path))
+            if self._docs.get(unquote(uri)) is doc:  # still the latest text
+                self._buffers[uri] = (version, buf)
+            return buf
+
+    def note(self, path: str) -> Buffer | None:
+        """The vault's note at `path` as it is on disk (see note_text); None when nothing is
+        there or no daemon says which vault it is of."""
+        vault = self.vault_of(path)
+        if vault is None:
+            return None
+        text = note_text(path, vault, self.cap)
+        return None if text is None else Buffer(path, text, vault)
 
     def lines_of(self, path: str) -> list[str]:
-        """A file's lines: the open buffer's when it is open (unsaved text too), else the file's."""
-        uri = from_fs_path(path)
-        if is_open(self, uri):
-            return self.workspace.get_text_document(uri).source.split("\n")
-        return file_lines(path)
+        """A note's lines: the open buffer's when it is open (unsaved text too), else the
+        vault's file's (see note_text); none when it is not a note of the vault."""
+        doc = self._docs.get(unquote(from_fs_path(path)))
+        if doc is not None:
+            return doc[1].split("\n") if buffer_size(doc[1], self.cap) is None else []
+        vault = self.vault_of(path)
+        try:
+            text = note_text(path, vault, self.cap) if vault else None
+        except NotANote as e:
+            logger.info("%s", e)
+            return []
+        return [] if text is None else text.split("\n")
 
     def location(self, path: str, line: int | None) -> t.Location:
         return t.Location(uri=from_fs_path(path), range=_at_line(line))
-
-
-def is_open(ls: LanguageServer, uri: str) -> bool:
-    """Whether the client has `uri` open (pygls keeps its documents by their unquoted URIs)."""
-    return unquote(uri) in ls.workspace.text_documents
 
 
 def uri_path(uri: str) -> str | None:
@@ -551,13 +807,19 @@ def references(ls: VaultServer, params: t.ReferenceParams):
     return out
 
 
-def diagnostics(ls: VaultServer, uri: str) -> None:
-    """Publish the buffer's broken and ambiguous links. When the daemon cannot say (down,
-    lost midway, or failing the request), none: those published before are of a text that
-    may be gone (lines that no longer exist), and the user is told once that it is down."""
-    buf = ls.buffer(uri)
+def diagnostics(ls: VaultServer, uri: str, doc: tuple[int | None, str]) -> list[t.Diagnostic]:
+    """The broken and ambiguous links of one version of an open document. When the daemon
+    cannot say (down, lost midway, or failing the request), none: those published before
+    are of a text that may be gone (lines that no longer exist), and the user is told once
+    that it is down. Over the size cap, one diagnostic saying so (too_big), and nothing of
+    it is parsed. Raises Dropped when a newer version came meanwhile."""
+    path = uri_path(uri)
+    size = buffer_size(doc[1], ls.cap)
+    if size is not None:
+        return [too_big(size, ls.cap)]
+    buf = ls.parsed(uri, path, doc) if path else None
     if buf is None:
-        return
+        return []
     dests = None
     try:
         with ls.session(buf.path) as s:
@@ -583,8 +845,7 @@ def diagnostics(ls: VaultServer, uri: str) -> None:
         else:
             out.append(t.Diagnostic(range=rng, severity=t.DiagnosticSeverity.Warning, source="vaultd",
                                     code="broken", message=f"broken link: {ln.raw}: {d.broken}"))
-    doc = ls.workspace.get_text_document(uri)
-    ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, version=doc.version, diagnostics=out))
+    return out
 
 
 def hover(ls: VaultServer, params: t.HoverParams):
@@ -781,55 +1042,56 @@ def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
 # -- wiring ------------------------------------------------------------------------------
 
 
+def off_loop(fn):
+    """The request handler that answers with `fn(ls, params)` in a request worker (see
+    VaultServer.answer)."""
+
+    async def handler(ls: VaultServer, params):
+        return await ls.answer(fn, params)
+
+    handler.__name__ = handler.__qualname__ = fn.__name__
+    handler.__doc__ = fn.__doc__
+    return handler
+
+
+def _log_failure(uri: str):
+    def done(future) -> None:
+        if not future.cancelled() and (e := future.exception()) is not None and not isinstance(e, Dropped):
+            logger.error("diagnostics of %s", uri, exc_info=e)
+
+    return done
+
+
 def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
     """The Language Server over the daemon found by `socket`/`vault` (see pick_socket), or
     else the one of each buffer's vault."""
     ls = VaultServer(Daemon(socket, vault))
-    ls.feature(t.TEXT_DOCUMENT_DEFINITION)(definition)
-    ls.feature(t.TEXT_DOCUMENT_REFERENCES)(references)
-    ls.feature(t.TEXT_DOCUMENT_HOVER)(hover)
-    ls.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(document_symbols)
-    ls.feature(t.WORKSPACE_SYMBOL)(workspace_symbols)
+    ls.feature(t.TEXT_DOCUMENT_DEFINITION)(off_loop(definition))
+    ls.feature(t.TEXT_DOCUMENT_REFERENCES)(off_loop(references))
+    ls.feature(t.TEXT_DOCUMENT_HOVER)(off_loop(hover))
+    ls.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(off_loop(document_symbols))
+    ls.feature(t.WORKSPACE_SYMBOL)(off_loop(workspace_symbols))
     ls.feature(t.TEXT_DOCUMENT_COMPLETION,
-               t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^"]))(completion)
+               t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^"]))(off_loop(completion))
 
-    def check_soon(uri: str, delay: float) -> None:
-        """Diagnose the buffer once it has been quiet for `delay` seconds (in the server's own
-        thread, as every request: a check is a few milliseconds of the daemon's)."""
-        old = ls._pending.pop(uri, None)
-        if old:
-            old.cancel()
-
-        def run():
-            ls._pending.pop(uri, None)
-            if is_open(ls, uri):
-                try:
-                    diagnostics(ls, uri)
-                except Exception:
-                    logger.exception("diagnostics of %s", uri)
-
-        ls._pending[uri] = asyncio.get_running_loop().call_later(delay, run)
-
+    # in the event loop's thread, as each message is read: a request after them sees the new text
     @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(params: t.DidOpenTextDocumentParams):
-        check_soon(params.text_document.uri, 0)
+    def did_open(ls: VaultServer, params: t.DidOpenTextDocumentParams):
+        ls.opened(params.text_document.uri)
+        ls.check_soon(params.text_document.uri, 0)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(params: t.DidChangeTextDocumentParams):
-        check_soon(params.text_document.uri, DEBOUNCE_S)
+    def did_change(ls: VaultServer, params: t.DidChangeTextDocumentParams):
+        ls.opened(params.text_document.uri)
+        ls.check_soon(params.text_document.uri, DEBOUNCE_S)
 
     @ls.feature(t.TEXT_DOCUMENT_DID_SAVE)
-    async def did_save(params: t.DidSaveTextDocumentParams):
-        check_soon(params.text_document.uri, DEBOUNCE_S)  # the daemon reads the saved file meanwhile
+    def did_save(ls: VaultServer, params: t.DidSaveTextDocumentParams):
+        ls.check_soon(params.text_document.uri, DEBOUNCE_S)  # the daemon reads the saved file meanwhile
 
     @ls.feature(t.TEXT_DOCUMENT_DID_CLOSE)
-    def did_close(params: t.DidCloseTextDocumentParams):
-        uri = params.text_document.uri
-        ls._buffers.pop(uri, None)
-        old = ls._pending.pop(uri, None)
-        if old:
-            old.cancel()
-        ls.text_document_publish_diagnostics(t.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    def did_close(ls: VaultServer, params: t.DidCloseTextDocumentParams):
+        ls.closed(params.text_document.uri)
 
     return ls
 
