@@ -75,7 +75,7 @@ def test_every_note_is_indexed_and_a_file_over_the_cap_only_as_far_as_the_cap(bi
     # one grown past memory while watched: indexed as far as the cap, the rest goes on
     _sparse(big_vault / "journal" / "grown.md", head="# Grown\n\nokapi\n")
     (big_vault / "journal" / "small.md").write_text("# Small\n\nquokka\n")
-    wait_for(lambda: d.status()["notes"] == 4 + 3 + 2, timeout=20)
+    wait_for(lambda: d.status()["notes"] == 4 + 3 + 2)
     assert d.search_paths("okapi") == ["journal/grown.md"] and d.search_paths("quokka") == ["journal/small.md"]
     peak = _peak_mb(d.proc.pid)
     d.stop()

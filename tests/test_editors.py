@@ -74,7 +74,7 @@ def test_resolve_at_a_column_of_a_line(ed):
 def test_resolve_broken_ambiguous_and_urls(ed):
     (ed.vault / "other").mkdir()
     (ed.vault / "other" / "가치관.md").write_text("# 가치관\n")  # a second note of that name, as near the top
-    ed.wait_generation(ed.status()["generation"], timeout=5)
+    ed.wait_generation(ed.status()["generation"])
     res = ed.request("resolve", link="[[Nowhere]]")
     assert (res["path"], res["broken"]) == (None, "no such note")
     res = ed.request("resolve", link="[[가치관]]")  # from the top of the vault: either
@@ -216,7 +216,7 @@ def test_grep_folds_case_as_rg_does(ed):
     (ed.vault / "cases.md").write_text(
         "# Cases\n\nİstanbul and istanbul, ISTANBUL, ıtır\nKelvin: 5 K, k, K\nStraße STRASSE STRAẞE\n"
         "ﬁle and file\nſtrong strong\nΣίσυφος ΣΊΣΥΦΟΣ σς\nǅungla ǄUNGLA ǆungla\nµs μs Μs\nÅngström Å\n")
-    ed.wait_generation(ed.status()["generation"], timeout=5)
+    ed.wait_generation(ed.status()["generation"])
     same_as_rg(ed, ["İ", "i", "I", "ı", "İstanbul", "K", "k", "K", "ß", "ẞ", "ss", "ﬁ", "fi", "ſ", "s", "Σ", "ς",
                     "ǅ", "µ", "μ", "Å", "å", "Å"])
 

@@ -245,13 +245,13 @@ def _answers(d: Daemon, paths: list[str]) -> dict:
 def test_the_daemon_restarts_with_its_saved_graph_and_answers_as_a_fresh_build(make_daemon, vault, tmp_path):
     _vault(vault)
     d = make_daemon()
-    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    wait_for(lambda: d.status()["graph"] == "ready")
     assert d.stop() == 0
     assert "link graph saved" in d.output() or (tmp_path / "state" / graph_file.FILE_NAME).exists()
     _edit_while_stopped(vault)
     d = make_daemon(extra=["--log-level", "info"], start=False)
     d.start(wait=False)
-    wait_for(lambda: d.proc.poll() is not None or d._ready(), 20, 0.05)
+    wait_for(lambda: d.proc.poll() is not None or d._ready(), interval=0.05)
     assert d.status()["graph"] == "ready"
     paths = [p for p in (h["path"] for h in d.request("list")["notes"])]
     assert len(paths) >= 9
@@ -262,7 +262,7 @@ def test_the_daemon_restarts_with_its_saved_graph_and_answers_as_a_fresh_build(m
 
     os.unlink(tmp_path / "state" / graph_file.FILE_NAME)
     d = make_daemon(extra=["--log-level", "info"])
-    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    wait_for(lambda: d.status()["graph"] == "ready")
     fresh = _answers(d, paths)
     assert d.stop() == 0
     assert "links resolved in" in d.output()
@@ -273,14 +273,14 @@ def test_the_daemon_restarts_with_its_saved_graph_and_answers_as_a_fresh_build(m
 def test_the_daemon_does_not_die_of_a_damaged_graph_file(make_daemon, vault, tmp_path):
     _vault(vault)
     d = make_daemon()
-    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    wait_for(lambda: d.status()["graph"] == "ready")
     want = d.request("backlinks", note="alpha")
     d.stop(signal.SIGINT)
     path = tmp_path / "state" / graph_file.FILE_NAME
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 3])
     d = make_daemon(extra=["--log-level", "info"])
-    wait_for(lambda: d.status()["graph"] == "ready", 20)
+    wait_for(lambda: d.status()["graph"] == "ready")
     assert d.request("backlinks", note="alpha") == want
     assert d.stop() == 0
     out = d.output()

@@ -160,7 +160,7 @@ def test_two_real_daemons_one_writer(tmp_path, short_dir):
         assert vaultq("--socket", str(a.socket), "split", "notes/Big.md").returncode == 0
     finally:
         a.stop()
-    assert wait_for(lambda: b.status()["writer"] or None, timeout=15) is True  # it takes over
+    assert wait_for(lambda: b.status()["writer"] or None) is True  # it takes over
     b.stop()
 
 

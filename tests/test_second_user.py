@@ -73,7 +73,7 @@ def test_another_user_reads_nothing_vaultd_keeps_or_writes(open_base):
     try:
         assert d.request("search", q="private")["total"] == 1
         parts = d.request("split", note="notes/Secret.md")["parts"]
-        wait_for(lambda: d.status()["pending"] == 0, timeout=10)
+        wait_for(lambda: d.status()["pending"] == 0)
         assert (vault / ".vaultd" / "split").is_dir() and parts
         seen = _as_nobody(open_base)
     finally:

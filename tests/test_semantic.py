@@ -101,7 +101,7 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     on = Daemon(root, tmp_path / "on", short_dir / "on.sock", ["--config", str(cfg)]).start()
     try:
         st = wait_for(lambda: (s := on.status()["semantic"])["notes"] == len(NOTES) and not s["pending"]
-                      and s["ready"] and s, 30)
+                      and s["ready"] and s)
         assert st["models"][0].startswith("wordllama-l2_supercat_256 (wordllama ") and st["error"] is None
         def refund() -> dict | None:  # the refund note's parts of its score, if it is a hit
             hits = on.request("search", q=q, limit=10, explain=True)["hits"]
@@ -121,16 +121,16 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
         assert all(h["explain"]["weight"] == 0.0 and h["explain"]["semantic"] is None for h in held)
         gen = on.status()["generation"]
         (root / "Refund policy.md").write_text("# Hiking boots\n\nMountain boots and trail maps for hikers.\n")
-        on.wait_generation(gen, timeout=10)
-        wait_for(lambda: (r := refund()) is None or r["semantic"] < first["semantic"], 10)  # its vectors made anew
+        on.wait_generation(gen)
+        wait_for(lambda: (r := refund()) is None or r["semantic"] < first["semantic"])  # its vectors made anew
         (root / "Refund policy.md").write_text(NOTES["Refund policy.md"])
-        wait_for(lambda: (r := refund()) is not None and r["semantic"] == first["semantic"], 10)
+        wait_for(lambda: (r := refund()) is not None and r["semantic"] == first["semantic"])
     finally:
         on.stop()
     assert (tmp_path / "on" / "vectors-wordllama.bin").is_file()
     again = Daemon(root, tmp_path / "on", short_dir / "on.sock", ["--config", str(cfg)]).start()
     try:  # read back at start: nothing to embed
-        st = wait_for(lambda: (s := again.status()["semantic"])["ready"] and s, 10)
+        st = wait_for(lambda: (s := again.status()["semantic"])["ready"] and s)
         assert st["notes"] == len(NOTES) and st["pending"] == 0
         out = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(again.socket), "status"],
                              capture_output=True, text=True, timeout=30).stdout
@@ -311,7 +311,7 @@ def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, s
     cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\n')
     d = Daemon(root, tmp_path / "st", short_dir / "d.sock", ["--config", str(cfg)]).start()
     try:
-        wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"] and s["notes"] == 5, 30)
+        wait_for(lambda: (s := d.status()["semantic"])["ready"] and not s["pending"] and s["notes"] == 5)
         use = next(m for m in d.status()["semantic"]["models"] if m.startswith("use-multilingual-v3"))
         maps = Path(f"/proc/{d.proc.pid}/maps").read_text()
         assert "l2_supercat_256.safetensors" in maps and "use-multilingual-v3" not in maps
@@ -319,8 +319,8 @@ def test_a_vault_without_cjk_text_never_loads_the_multilingual_model(tmp_path, s
         assert hits == [] or all(h["explain"]["weight"] == 0.0 for h in hits)
         gen = d.status()["generation"]
         (root / "환불.md").write_text(NOTES["환불.md"])
-        d.wait_generation(gen, timeout=10)
-        wait_for(lambda: d.status()["semantic"]["sections"][use] == 1, 30)
+        d.wait_generation(gen)
+        wait_for(lambda: d.status()["semantic"]["sections"][use] == 1)
         assert "use-multilingual-v3" in Path(f"/proc/{d.proc.pid}/maps").read_text()
         hit = d.request("search", q="환불 기한", explain=True)["hits"][0]  # 기한 (deadline): not in the note
         assert hit["path"] == "환불.md" and hit["explain"]["semantic"] is not None and hit["explain"]["weight"] > 0

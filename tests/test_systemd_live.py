@@ -85,7 +85,7 @@ class Manager:
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             wait_for(lambda: self.proc.poll() is not None or
-                     self.ctl("is-system-running").stdout.strip() in ("running", "degraded"), 30)
+                     self.ctl("is-system-running").stdout.strip() in ("running", "degraded"))
         except AssertionError:
             pass
         if self.proc.poll() is not None or self.ctl("is-system-running").stdout.strip() not in ("running", "degraded"):
@@ -230,7 +230,7 @@ def test_installed_units_start_the_daemon_on_the_first_query_and_do_not_loop_on_
     config = m.home / ".config" / "vaultd" / "config.toml"
     config.write_text(config.read_text() + "\nthis is = = not toml\n")
     m.ctl("restart", "vaultd.service")
-    wait_for(lambda: m.show("vaultd.service", "ActiveState")["ActiveState"] == "failed", 30)
+    wait_for(lambda: m.show("vaultd.service", "ActiveState")["ActiveState"] == "failed")
     st = m.show("vaultd.service", "ExecMainStatus", "NRestarts", "Result")
     assert st == {"ExecMainStatus": "2", "NRestarts": "0", "Result": "exit-code"}, st
 

@@ -2,11 +2,14 @@
 
 import json
 import os
+import resource
 import subprocess
-import time
 import sys
+import time
 
 import pytest
+
+from vaultd.query.links import RELATED_OF
 
 
 def vaultq(*args, cwd=None, env=None):
@@ -208,16 +211,31 @@ def test_a_whole_note_is_read_as_its_file_holds_it(daemon, sock):
     assert part["text"] == "line two\nline three"  # lines, as search and grep number them
 
 
+def children_cpu_seconds() -> float:
+    """The CPU time of this process's children that have exited: a loaded machine makes a
+    child take longer, but does not add to its CPU time."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def vaultq_cpu_seconds(*args) -> tuple[subprocess.CompletedProcess, float]:
+    before = children_cpu_seconds()
+    r = vaultq(*args)
+    return r, children_cpu_seconds() - before
+
+
 def test_a_big_reply_is_read_in_about_its_length(daemon, sock):
     # 19.5 MB of note (under the 20 MB cap): the old reader searched and copied its whole
-    # buffer at every 64 KB received (8 s for 39 MB); read in place it takes a fraction of a second
+    # buffer at every 64 KB received (8 s for 39 MB); read in place it costs about what a
+    # vaultq that reads a one-line note costs, a few times over (its start-up is most of that)
     g = daemon.status()["generation"]
     (daemon.vault / "notes" / "huge.md").write_bytes(b"huge note line of forty bytes, or so..\n" * 500_000)
-    daemon.wait_generation(g, timeout=20)
-    t = time.perf_counter()
-    r = vaultq("--socket", sock, "read", "notes/huge.md", "--json")
-    assert r.returncode == 0 and len(json.loads(r.stdout)["text"]) == 19_500_000
-    assert time.perf_counter() - t < 4, time.perf_counter() - t
+    daemon.wait_generation(g)
+    small, small_cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/Deep work.md", "--json")
+    r, cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/huge.md", "--json")
+    assert small.returncode == 0 and r.returncode == 0 and len(json.loads(r.stdout)["text"]) == 19_500_000
+    print(f"CPU: {cpu:.3f} s against {small_cpu:.3f} s")
+    assert cpu < 20 * small_cpu, (cpu, small_cpu)
 
 
 def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, sock):
@@ -227,8 +245,7 @@ def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, soc
     line = "x" * 3000 + "[[Deep work]] " * 4000
     (daemon.vault / "notes" / "many.md").write_text("# Many\n\n" + line + "\n")
     (daemon.vault / "notes" / "tagged.md").write_text("# Tagged\n\n" + " ".join(f"#t{i}" for i in range(4000)) + "\n")
-    daemon.wait_generation(g, timeout=10)
-    t = time.perf_counter()
+    daemon.wait_generation(g)
     r = vaultq("--socket", sock, "backlinks", "--format", "vimgrep", "Deep work", cwd=daemon.vault)
     rows = [x for x in r.stdout.splitlines() if x.startswith("notes/many.md:")]
     assert len(rows) == 4000 and len(r.stdout) < 4000 * 1100
@@ -236,9 +253,9 @@ def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, soc
         col = int(rows[k].split(":")[2])
         assert line.encode()[col - 1 :].startswith(b"[[Deep work]]") and col == 3001 + 14 * k
     r = vaultq("--socket", sock, "tags", "--json")
-    counts = {t["tag"]: t["count"] for t in json.loads(r.stdout)["tags"]}
-    assert all(counts[f"t{i}"] == 1 for i in range(4000))
-    assert time.perf_counter() - t < 6
+    tags = {t["tag"]: t for t in json.loads(r.stdout)["tags"]}
+    assert all(tags[f"t{i}"]["count"] == 1 for i in range(4000))
+    assert sum(1 for i in range(4000) if tags[f"t{i}"]["related"]) == RELATED_OF, "only the first tags are paired"
 
 
 def test_split_commands(make_daemon, tmp_path):
@@ -252,7 +269,7 @@ def test_split_commands(make_daemon, tmp_path):
     big.write_text("# Big\n\n" + "".join(f"## Part {i}\n\n" + "some words here\n" * 300 for i in range(4)))
     old = time.time() - 3600
     os.utime(big, (old, old))
-    daemon.wait_generation(g, timeout=3)
+    daemon.wait_generation(g)
     r = vaultq("--socket", sock, "split", "--list", **here)
     assert r.returncode == 0 and "split  notes/Big.md" in r.stdout
     r = vaultq("--socket", sock, "split", "--dry-run", "Big", **here)
@@ -336,7 +353,7 @@ def test_a_dry_run_of_anything_but_one_note_is_refused_and_writes_nothing(daemon
     g = daemon.status()["generation"]
     big = "# Big\n\n" + "".join(f"## Section {i}\n\n" + "words of the section, " * 60 + "\n\n" for i in range(20))
     (daemon.vault / "notes" / "Big.md").write_text(big)
-    daemon.wait_generation(g, timeout=20)
+    daemon.wait_generation(g)
     before = {p: p.read_bytes() for p in daemon.vault.rglob("*") if p.is_file()}
     for args in (["--all", "--dry-run"], ["--undo", "--all", "--dry-run"], ["--list", "--dry-run"]):
         r = vaultq("--socket", sock, "split", *args)

@@ -42,7 +42,7 @@ def two(tmp_path, short_dir):
     d.args = [sys.executable, "-m", "vaultd", "run", "--config", str(cfg), "--state-dir", str(tmp_path / "state"),
               "--socket", str(d.socket)]
     d.start()
-    wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.05)
+    wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), interval=0.05)
     yield d, notes, work
     d.stop()
 
@@ -129,7 +129,7 @@ def test_an_edit_in_the_second_vault_is_seen(two):
     d, notes, work = two
     g = d.request("status", vault="work")["generation"]
     write(work / "new.md", "# New\nzucchini harvest\n")
-    wait_for(lambda: d.request("status", vault="work")["generation"] > g, timeout=10, interval=0.05)
+    wait_for(lambda: d.request("status", vault="work")["generation"] > g, interval=0.05)
     assert [(h["vault"], h["path"]) for h in d.request("search", q="zucchini")["hits"]] == [("work", "new.md")]
     r = vaultq("--socket", str(d.socket), "status")
     assert r.returncode == 0 and "work  " + str(work) + "  3 notes" in r.stdout
@@ -177,7 +177,7 @@ def test_each_vault_s_best_hit_is_among_the_first_three(two):
     for i in range(4):
         write(notes / f"mulch{i}.md", f"# Mulch {i}\nMulch, mulch and mulch.\n")
     write(work / "long.md", "# Soil\n" + "Words about the soil and other things. " * 40 + "\nmulch once.\n")
-    wait_for(lambda: len(d.request("search", q="mulch", limit=10)["hits"]) == 5, timeout=10, interval=0.05)
+    wait_for(lambda: len(d.request("search", q="mulch", limit=10)["hits"]) == 5, interval=0.05)
     hits = d.request("search", q="mulch", limit=10)["hits"]
     scores = [h["score"] for h in hits]
     assert [h["vault"] for h in hits] == ["notes", "notes", "work", "notes", "notes"]
@@ -341,7 +341,7 @@ def test_a_vault_not_there_at_start_is_served_once_it_appears(tmp_path, short_di
               "--socket", str(d.socket)]
     d.start()
     try:
-        wait_for(lambda: d.status()["vaults"][0]["reconciled"], timeout=20, interval=0.05)
+        wait_for(lambda: d.status()["vaults"][0]["reconciled"], interval=0.05)
         assert [(v["name"], v["waiting"]) for v in d.status()["vaults"]] == [("notes", False), ("work", True)]
         assert [h["path"] for h in d.request("search", q="compost")["hits"]] == ["garden.md"]
         r = vaultq("--socket", str(d.socket), "--vault", "work", "search", "compost")
@@ -355,7 +355,7 @@ def test_a_vault_not_there_at_start_is_served_once_it_appears(tmp_path, short_di
         tmp = tmp_path / "mount"
         write(tmp / "work" / "beds.md", "# Compost budget\nCompost tools, soil.\n")
         tmp.rename(usb)  # the disk is mounted: the folder appears whole
-        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.2)
+        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), interval=0.2)
         assert [(h["vault"], h["path"]) for h in d.request("search", q="compost")["hits"]] == \
             [("work", "beds.md"), ("notes", "garden.md")]
         assert [v["waiting"] for v in d.status()["vaults"]] == [False, False]
@@ -422,7 +422,7 @@ def test_a_client_in_a_vault_whose_daemon_is_down_never_asks_another_vaults(tmp_
                               timeout=30, cwd=cwd, env=env)
 
     try:
-        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), timeout=20, interval=0.05)
+        wait_for(lambda: all(v["reconciled"] for v in d.status()["vaults"]), interval=0.05)
         r = ask("read", "b.md", cwd=second)
         assert r.returncode == 0 and "lorem second" in r.stdout, r.stderr  # the daemon serving the second vault
         r = ask("search", "lorem", cwd=down)

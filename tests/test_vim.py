@@ -124,7 +124,7 @@ def test_a_file_name_with_colons_and_numbers_is_read_right(editor, ed, tmp_path)
     odd = ed.vault / "odd" / "a:1:2:b.md"
     odd.parent.mkdir()
     odd.write_text("# Zebra\n\n한국어 zebra 줄: [[Deep work]] and [[Nowhere zebra]]\n")
-    ed.wait_generation(ed.status()["generation"], timeout=5)
+    ed.wait_generation(ed.status()["generation"])
     line = odd.read_text().split("\n")[2]
     col = lambda s: len(line[: line.index(s)].encode()) + 1  # noqa: E731
     rows = run(editor, ed, [
