@@ -113,7 +113,7 @@ def wait_for(pred, timeout: float = DEADLINE, interval: float = 0.01):
             return got
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
-        time.sleep(interval)
+        time.sleep(interval)  # poll: between two looks at the condition
 
 
 def proc_stat(pid: int) -> list[str]:

@@ -335,7 +335,7 @@ def test_sd_notify_ready_and_stopping(vault, tmp_path, short_dir):
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     addr = str(short_dir / "notify")
     notify.bind(addr)
-    notify.settimeout(20)
+    notify.settimeout(DEADLINE)
     env = {**os.environ, "NOTIFY_SOCKET": addr}
     proc = subprocess.Popen(
         [sys.executable, "-m", "vaultd", "run", "--vault", str(vault), "--state-dir", str(tmp_path / "st"),
@@ -349,7 +349,7 @@ def test_sd_notify_ready_and_stopping(vault, tmp_path, short_dir):
         proc.send_signal(signal.SIGTERM)
         while (said := notify.recv(1024)) != b"STOPPING=1":
             assert said.startswith(b"STATUS="), said
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
     finally:
         proc.kill()
         notify.close()

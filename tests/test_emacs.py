@@ -96,7 +96,7 @@ EGLOT = r"""
 (find-file (getenv "VAULTD_TEST_FILE"))
 (eglot-ensure)
 (run-hooks 'post-command-hook)
-(with-timeout (30 (error "eglot did not connect"))
+(with-timeout (60 (error "eglot did not connect"))
   (while (not (eglot-current-server)) (accept-process-output nil 0.1)))
 (goto-char (point-min))
 (search-forward "[[file:../Deep")

@@ -2,6 +2,7 @@
 
 import pytest
 
+from conftest import DEADLINE
 from vaultd.store.graph import Graph
 from vaultd.parse import parse_file
 
@@ -226,20 +227,20 @@ def test_a_child_forked_while_a_saved_value_is_being_decoded_can_decode_one(monk
     from vaultd.ingest import update
     from vaultd.store import graph
 
-    monkeypatch.setattr(update, "APART_S", 5)
+    monkeypatch.setattr(update, "APART_S", DEADLINE)  # a child that hangs is killed: the test fails, not hangs
     table = graph.Lazy({"a": b"xyz"}, len)
     decoding, done = threading.Event(), threading.Event()
 
     def slow(raw):  # another table's value, decoded as the fork happens
         decoding.set()
-        done.wait(10)
+        done.wait(2 * DEADLINE)  # until the fork is done with (set in the finally below)
         return raw
 
     other = graph.Lazy({"b": b""}, slow)
     t = threading.Thread(target=lambda: other["b"])
     t.start()
     try:
-        decoding.wait(5)
+        assert decoding.wait(DEADLINE)
         assert update._apart(lambda: table["a"]) == 3
     finally:
         done.set()

@@ -7,7 +7,6 @@ removes only files it created itself."""
 
 import os
 import shutil
-import time
 
 import msgspec
 import pytest
@@ -128,8 +127,12 @@ def test_a_roll_back_removes_only_the_files_it_wrote_itself(tmp_path):
     c_mine, c_theirs = split.FileChange("mine.md", None, b"x\n"), split.FileChange("theirs.md", None, b"x\n")
     written = {"mine.md": split.write_atomic(mine, b"x\n", new=True),
                "theirs.md": split.write_atomic(theirs, b"x\n", new=True)}
+    gone = theirs.stat().st_ctime_ns
     theirs.unlink()
-    time.sleep(0.02)  # past a coarse clock tick: a new file may get the old inode number, not its ctime
+    # A new file may get the old one's inode number: only its ctime tells them apart. No call
+    # sets a ctime (os.utime sets it to now), so wait for the file system's coarse clock to
+    # pass the old one's, as a folder's ctime after a utime shows.
+    wait_for(lambda: os.utime(tmp_path) or tmp_path.stat().st_ctime_ns > gone, interval=0.001)
     theirs.write_bytes(b"x\n")  # replaced by another writer with the very same bytes
     assert split._restore(root, [c_mine, c_theirs], mine=written) == ["mine.md"]
     assert not mine.exists() and theirs.read_bytes() == b"x\n"

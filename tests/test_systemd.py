@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import children, wait_for
+from conftest import DEADLINE, children, wait_for
 
 WRAPPER = ("import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); "
            "os.environ.update(LISTEN_FDS=sys.argv[2], LISTEN_PID=str(os.getpid())); "
@@ -55,7 +55,7 @@ def test_a_request_queued_on_the_passed_socket_before_start_is_answered(vault, t
     path = short_dir / "act.sock"
     listener = listening(path)
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    client.settimeout(30)
+    client.settimeout(DEADLINE)
     client.connect(str(path))  # queued: nothing runs yet, systemd holds the socket
     client.sendall(json.dumps({"v": 1, "id": 7, "op": "status"}).encode() + b"\n")
     # the config's socket is elsewhere: the daemon serves the one it was given
@@ -67,7 +67,7 @@ def test_a_request_queued_on_the_passed_socket_before_start_is_answered(vault, t
         assert reply["result"]["socket"] == str(path) and reply["result"]["pid"] == proc.pid
         assert not (short_dir / "other.sock").exists()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
         assert f"on {path}, passed by systemd" in log.read_text(), log.read_text()
         # systemd's socket is left as it was: its file, and queued connections, for the next start
         assert path.is_socket()
@@ -75,7 +75,7 @@ def test_a_request_queued_on_the_passed_socket_before_start_is_answered(vault, t
         again.connect(str(path))
         again.sendall(json.dumps({"v": 1, "id": 8, "op": "ping"}).encode() + b"\n")
         proc = activated(listener, run_args(vault, tmp_path), log)
-        again.settimeout(30)
+        again.settimeout(DEADLINE)
         assert json.loads(again.makefile("rb").readline())["result"]["pong"] is True
         again.close()
     finally:
@@ -119,7 +119,7 @@ def test_what_is_not_one_listening_unix_stream_socket_is_refused_with_exit_2(vau
         wait_for(lambda: (short_dir / "own.sock").exists(), interval=0.05)
     finally:
         proc.terminate()
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
 
 
 def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stopping(tmp_path, short_dir):
@@ -132,7 +132,7 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
         (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
     (tmp_path / "workers.toml").write_text("[index]\nworkers = 2\n")
     notify = listening(short_dir / "notify", socket.SOCK_DGRAM)
-    notify.settimeout(30)
+    notify.settimeout(DEADLINE)
     sock = short_dir / "n.sock"
     env = {**os.environ, "NOTIFY_SOCKET": str(short_dir / "notify"), "WATCHDOG_USEC": "400000"}
     log = open(tmp_path / "vaultd.log", "wb")  # shown when the test fails: what the daemon said
@@ -156,7 +156,7 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
                 return heard[-1]
 
     try:
-        _told(tmp_path, heard, proc, wait_for, hold, timeout=30, interval=0.002)
+        _told(tmp_path, heard, proc, wait_for, hold, interval=0.002)
         hear(lambda m: m.startswith("STATUS=indexing ") and m.endswith(" of 400 files"))
         hear(lambda m: m == f"EXTEND_TIMEOUT_USEC={60 * 1_000_000}")
         hear(lambda m: m == "WATCHDOG=1")
@@ -183,7 +183,7 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
         assert len([m for m in heard if m == "WATCHDOG=1"]) > pings
         proc.send_signal(signal.SIGTERM)
         _told(tmp_path, heard, proc, hear, lambda m: m == "STOPPING=1")
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
     finally:
         proc.kill()
         proc.wait()
@@ -283,11 +283,11 @@ def test_install_service_writes_units_for_this_vault_and_this_vaultd(tmp_path, v
         proc = subprocess.Popen([sys.executable, "-c", WRAPPER, str(listener.fileno()), "1", *argv],
                                 pass_fds=(listener.fileno(),), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with socket.socket(socket.AF_UNIX) as c:
-            c.settimeout(30)
+            c.settimeout(DEADLINE)
             c.connect(str(path))
             assert ask(c, "ping")["result"]["vault"] == str(odd.resolve())
         proc.terminate()
-        assert proc.wait(timeout=15) == 0
+        assert proc.wait(timeout=DEADLINE) == 0
     finally:
         listener.close()
 
@@ -325,7 +325,7 @@ def test_a_client_with_another_xdg_runtime_dir_finds_the_daemon_and_check_says_w
         assert r.returncode == 3 and f"a vaultd serves this vault on {sock}" in r.stderr, r.stderr
     finally:
         proc.terminate()
-        proc.wait(timeout=15)
+        proc.wait(timeout=DEADLINE)
     r = subprocess.run(check, capture_output=True, text=True, timeout=30, env=client_env)
     assert r.returncode == 1 and "daemon:    not running on " in r.stdout
     assert f"next:      vaultd run --vault {vault}" in r.stdout or "next:      vaultd install-service" in r.stdout

@@ -126,7 +126,7 @@ class Manager:
                 self.cgroup.rmdir()
                 break
             except OSError:
-                time.sleep(0.1)
+                time.sleep(0.1)  # poll: the cgroup empties as its processes die
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
