@@ -22,10 +22,23 @@ Positions are in the encoding the client and server agreed on (UTF-16 unless the
 offers another), converted from vaultd's character columns line by line, in time bounded
 however long the line (see STEP). When the daemon is down every request answers nothing,
 the buffer's diagnostics are cleared (they were of a text that may be gone), and the client
-is told once, in words that say how to start it, until it answers again. A document the
-client has not opened is read from disk; one that is not there gets no answer (null). A
-file outside the vault (an editor may attach the server to every Markdown buffer) gets no
-answer and no diagnostics, and no error is shown for it.
+is told once, in words that say how to start it, until it answers again. A buffer outside
+the vault (an editor may attach the server to every Markdown buffer) gets no answer and no
+diagnostics, and no error is shown for it.
+
+What it reads: the buffers the editor sent, and the vault's notes, as the daemon reads them
+(paths.read_head: a regular file inside the vault, not through a symlink, within the size
+cap `[index] max_file_mb`). A document the client has not opened is read from disk when it
+is such a note; when nothing is there it gets no answer (null); anything else (outside the
+vault, a symlink, a FIFO, a device, a folder, a file over the cap) gets an error reply
+(NotANote) and is never read. A buffer over the cap is not parsed: it gets one diagnostic
+that says so, and its requests answer nothing.
+
+Where the work is done: messages are read and replies written in one thread (the event
+loop); each request is answered in a request worker, and each open document's links are
+checked in a check worker, so that a huge buffer holds up no other document. A check is
+dropped when a newer version of its document arrives (it is never published), and a
+request the client cancels ($/cancelRequest) is answered as cancelled at once.
 """
 
 from __future__ import annotations
@@ -273,10 +286,12 @@ _running = threading.local()
 
 class Job:
     """One piece of work done in a worker thread; `cancel()` makes its next checkpoint()
-    raise Dropped (a daemon request under way is let finish, and its answer dropped)."""
+    raise Dropped (a daemon request under way is let finish, and its answer dropped), as
+    does the server's `closing` once set."""
 
-    def __init__(self) -> None:
+    def __init__(self, closing: threading.Event) -> None:
         self.cancelled = threading.Event()
+        self.closing = closing
 
     def run(self, fn, *args):
         _running.job = self
@@ -290,7 +305,7 @@ class Job:
         self.cancelled.set()
 
     def checkpoint(self) -> None:
-        if self.cancelled.is_set():
+        if self.cancelled.is_set() or self.closing.is_set():
             raise Dropped
 
 
@@ -477,6 +492,7 @@ class VaultServer(LanguageServer):
         self._checks: dict[str, Job] = {}  # open document -> the check of its latest version
         self._elsewhere: dict[str, float] = {}  # folder -> until when it is known to be of no vault
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.closing = threading.Event()  # set at shutdown: every job still running is dropped
         self._requests = ThreadPoolExecutor(WORKERS, thread_name_prefix="vaultd-lsp-request")
         self._checking = ThreadPoolExecutor(WORKERS, thread_name_prefix="vaultd-lsp-check")
 
@@ -487,28 +503,30 @@ class VaultServer(LanguageServer):
         request ($/cancelRequest), its reply (Request Cancelled) goes at once and the work is
         dropped at its next checkpoint."""
         self._loop = asyncio.get_running_loop()
-        job = Job()
+        job = Job(self.closing)
         try:
             return await self._loop.run_in_executor(self._requests, job.run, fn, self, params)
         except asyncio.CancelledError:
             job.cancel()
             raise
 
+    def stop_work(self) -> None:
+        """Drop every check and request under way (at shutdown, or when the client is gone),
+        so that the process need not wait for them to end."""
+        self.closing.set()
+        for pool in (self._requests, self._checking):
+            pool.shutdown(wait=False, cancel_futures=True)
+
     def on_loop(self, fn, *args) -> None:
-        """Call `fn(*args)` in the event loop's thread (messages to the client are written
-        from there only, in the order they are made)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
+        """Call `fn(*args)` in the event loop's thread, soon (messages to the client are
+        written from there only, in the order they are made)."""
+        if self._loop is None:  # before the first message: nothing runs elsewhere yet
             fn(*args)
             return
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fn(*args)
-        else:
-            loop.call_soon_threadsafe(fn, *args)
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed: the client is gone
+            pass
 
     def say(self, kind: t.MessageType, message: str) -> None:
         self.on_loop(self.window_show_message, t.ShowMessageParams(type=kind, message=message))
@@ -516,7 +534,8 @@ class VaultServer(LanguageServer):
     # -- open documents and their checks (in the event loop's thread)
 
     def opened(self, uri: str) -> None:
-        """Keep the text the client sent for `uri`, with its version, and check its links soon."""
+        """Keep the text the client sent for `uri` with its version (as one pair: a worker
+        reading it while a change comes gets one version's text and number, never a mix)."""
         self._loop = asyncio.get_running_loop()
         doc = self.workspace.get_text_document(uri)
         self._docs[unquote(uri)] = (doc.version, doc.source)
@@ -545,9 +564,9 @@ class VaultServer(LanguageServer):
     def _start_check(self, uri: str) -> None:
         self._pending.pop(uri, None)
         doc = self._docs.get(unquote(uri))
-        if doc is None:
+        if doc is None or self.closing.is_set():
             return
-        job = self._checks[uri] = Job()
+        job = self._checks[uri] = Job(self.closing)
         done = self._checking.submit(job.run, self._check, uri, doc, job)
         done.add_done_callback(_log_failure(uri))
 
@@ -797,9 +816,12 @@ def references(ls: VaultServer, params: t.ReferenceParams):
             return []
     if at is not None:
         items = [b for b in items if b.get("resolved_line") == at]
-    out = []
+    out, read = [], {}
     for b in items:
-        lines = ls.lines_of(b["path"])
+        checkpoint()
+        if b["path"] not in read:  # each file read once, however many links it holds
+            read[b["path"]] = ls.lines_of(b["path"])
+        lines = read[b["path"]]
         first, *rest = b["raw"].split("\n")
         a, c = b["line"] - 1, b["col"] - 1
         end = (a + 1, len(rest[-1])) if rest else (a, c + len(first))
@@ -1093,9 +1115,17 @@ def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
     def did_close(ls: VaultServer, params: t.DidCloseTextDocumentParams):
         ls.closed(params.text_document.uri)
 
+    @ls.feature(t.SHUTDOWN)
+    def shutdown(ls: VaultServer, *args):
+        ls.stop_work()
+
     return ls
 
 
 def run(socket: str | None = None, vault: str | None = None) -> None:
-    """Serve LSP on stdin/stdout until the client exits."""
-    build(socket, vault).start_io()
+    """Serve LSP on stdin/stdout until the client exits (or closes the pipe)."""
+    ls = build(socket, vault)
+    try:
+        ls.start_io()
+    finally:
+        ls.stop_work()
