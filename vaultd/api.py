@@ -656,11 +656,19 @@ class Operations:
     @replies(ProblemsReply)
     def problems(self, req: Problems) -> dict:
         """Every note indexed with a problem (bad front matter, not UTF-8, binary, past the size cap...),
-        and every note file that could not be read (title null: not indexed): its path, title
-        and each problem, as `status` counts them."""
+        every sync tool's conflict copy of a note (Syncthing, Dropbox, Nextcloud, Obsidian Sync, git
+        mergetool; `conflict_of`: the note it is a copy of), and every note file that could not be read
+        (title null: not indexed): its path, title and each problem, as `status` counts them."""
         notes, unreadable = self.vault.notes, dict(self.vault.unreadable)
-        found = [{"path": p, "title": notes[p].title, "problems": list(notes[p].problems)}
-                 for p in notes if notes[p].problems]
+        copies = self.vault.conflict_copies()
+        found = []
+        for p in notes:
+            if notes[p].problems or p in copies:
+                row = {"path": p, "title": notes[p].title, "problems": list(notes[p].problems)}
+                if (c := copies.get(p)) is not None:
+                    row["problems"].append(c.problem(c.of in notes))
+                    row["conflict_of"] = c.of
+                found.append(row)
         found += [{"path": p, "title": None, "problems": [why]} for p, why in unreadable.items() if p not in notes]
         return {"problems": sorted(found, key=lambda x: x["path"])}
 

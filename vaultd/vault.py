@@ -18,6 +18,7 @@ from .errors import ConfigError
 from .ingest.filters import NoteFilter
 from .ingest.update import Ingest, Stopped, keep_big_blocks_apart  # noqa: F401  (Stopped: for its callers)
 from .note import Note
+from .parse import conflicts
 from .query.grep import Grep
 from .query.links import LinkGraph
 from .query.ranking import Vocabulary
@@ -64,6 +65,7 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self._graph_save_lock = threading.Lock()
         self._sized: tuple[dict, int] = ({}, 0)  # (self.notes, _text_bytes of it)
         self._problem_count: tuple[dict, int] = ({}, 0)  # (self.notes, its notes with problems)
+        self._conflicts: tuple[dict, dict[str, conflicts.ConflictCopy]] = ({}, {})  # (self.notes, its copies)
         self.unreadable: dict[str, str] = {}
         """Files of notes that could not be read (permission denied, an I/O error), and why:
         not indexed, listed by `problems`; read again when they change (a chmod too)."""
@@ -142,12 +144,23 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         return "listing the vault's files" if total is None else f"{done} of {total} files read"
 
     def _problems(self) -> int:
-        """Notes parsed with problems: counted once per note table (walking 100,000 notes took
-        each `status` 10 ms, and a client polling it slowed the start-up's reconcile)."""
+        """Notes with problems, as `problems` lists them (parsed with problems, sync tools'
+        conflict copies, files that could not be read): counted once per note table (walking
+        100,000 notes took each `status` 10 ms, and a client polling it slowed the start-up's
+        reconcile)."""
         if self._problem_count[0] is not self.notes:
             notes = self.notes
-            self._problem_count = (notes, sum(1 for n in notes.values() if n.problems))
+            copies = self.conflict_copies()
+            self._problem_count = (notes, sum(1 for p, n in notes.items() if n.problems or p in copies))
         return self._problem_count[1] + len(self.unreadable)
+
+    def conflict_copies(self) -> dict[str, conflicts.ConflictCopy]:
+        """The notes that are a sync tool's conflict copy of another (parse/conflicts.py), by
+        path: read from their names once per note table."""
+        if self._conflicts[0] is not self.notes:
+            notes = self.notes
+            self._conflicts = (notes, conflicts.copies(notes))
+        return self._conflicts[1]
 
     def status(self) -> dict:
         return {

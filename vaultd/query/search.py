@@ -13,6 +13,7 @@ import msgspec
 
 from ..note import Note, headings_of
 from ..parse import decode
+from ..parse.conflicts import conflict_copy
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
 from ..store.index import CJK_RUN, HELD_BITS, note_epoch
@@ -128,7 +129,8 @@ class Search:
             warm = [t for t in ranked if not is_cold(t[1].path)]
             with_cold = scope == "auto" and len(warm) < tiers.min_results and len(warm) < len(ranked)
             ranked = ranked if with_cold else warm
-        return total, ranked[:limit], p, with_cold
+        ranked, left_out = place_copies(ranked, cfg.conflict_copies)
+        return total - left_out, ranked[:limit], p, with_cold
 
     def _holds_all(self, words: str, notes: list[Note], units: list) -> bool:
         """Whether one of `notes` holds every word of a query with Hangul/Han/Kana: its Latin
@@ -226,6 +228,29 @@ class Search:
             return []
         finally:
             os.close(fd)
+
+
+def place_copies(ranked: list[tuple[float, Note]], mode: str) -> tuple[list[tuple[float, Note]], int]:
+    """Sync tools' conflict copies among the ranked notes (parse/conflicts.py) placed as
+    `[search] conflict_copies` says, and how many were left out. A note and its copies among
+    them rank as the best of them: collapse: the note alone (a copy whose note is not among
+    them stays: only it holds the words); below: each copy just after its note; hide: no copy."""
+    copies = {n.path: c for _, n in ranked if (c := conflict_copy(n.path)) is not None}
+    if not copies:
+        return ranked, 0
+    if mode == "hide":
+        kept = [t for t in ranked if t[1].path not in copies]
+        return kept, len(ranked) - len(kept)
+    present = {n.path for _, n in ranked}
+    group = {p: c.of for p, c in copies.items() if c.of in present}  # a copy -> its note, both ranked
+    best: dict[str, float] = {}
+    for score, n in ranked:
+        key = group.get(n.path, n.path)
+        best[key] = max(best.get(key, score), score)
+    placed = [(best[group.get(n.path, n.path)], group.get(n.path, n.path), n.path in group, n) for _, n in ranked
+              if not (mode == "collapse" and n.path in group)]
+    placed.sort(key=lambda t: (-t[0], t[1], t[2], t[3].path))
+    return [(score, n) for score, _, _, n in placed], len(ranked) - len(placed)
 
 
 def _front_matter_lines(data: bytes) -> int:
