@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 
 import msgspec
 import pytest
@@ -250,3 +253,61 @@ def test_the_envelope_fields_are_the_requests_own():
         assert not set(input_schema(name)["properties"]) & set(protocol.ENVELOPE)
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"q": "x", "paths": "relative"}, type=api.Search)
+
+
+class _Stdio:
+    """`vaultd mcp` as a process, spoken to line by line (a message the SDK's client could
+    not even build, nested 200,000 deep, among them); its stdout read as it comes."""
+
+    def __init__(self, sock: str):
+        self.proc = subprocess.Popen([sys.executable, "-m", "vaultd", "mcp", "--socket", sock], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        self.lines: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=lambda: [self.lines.put(ln) for ln in self.proc.stdout], daemon=True)
+        self.reader.start()
+
+    def send(self, line: bytes) -> None:
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def answer(self, rid) -> dict:
+        """The answer to request `rid` (60 s at most: a bound on a failure)."""
+        while True:
+            msg = json.loads(self.lines.get(timeout=60))
+            if msg.get("id") == rid:
+                return msg
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # EOF: the server ends, and so does the reader
+        self.proc.wait(timeout=30)
+        self.reader.join(timeout=30)
+        self.proc.stdout.close()
+
+
+def test_a_message_nested_too_deep_is_answered_and_the_session_goes_on(daemon):
+    """A tools/call whose arguments nest 200,000 levels (past what the SDK's JSON reader
+    takes) gets an error with its id, as does a line that is not JSON (id null); the
+    session answers the next call as before."""
+    mcp = _Stdio(str(daemon.socket))
+    try:
+        mcp.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "test", "version": "1"}}}).encode())
+        assert "result" in mcp.answer(1)
+        mcp.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        deep = b"[" * 200_000 + b"]" * 200_000
+        mcp.send(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search","arguments":'
+                 b'{"query":"boredom","tag":' + deep + b"}}}")
+        err = mcp.answer(2)["error"]
+        assert err["code"] == -32700 and "nest" in err["message"], err
+        mcp.send(b"not json at all")
+        assert mcp.answer(None)["error"]["code"] == -32700
+        mcp.send(b'{"jsonrpc":"2.0","id":"four"}')  # JSON, not JSON-RPC
+        assert mcp.answer("four")["error"]["code"] == -32600
+        mcp.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                             "params": {"name": "search", "arguments": {"query": "boredom"}}}).encode())
+        res = mcp.answer(5)["result"]
+        assert not res.get("isError") and res["structuredContent"]["hits"][0]["title"] == "Deep work", res
+    finally:
+        mcp.close()

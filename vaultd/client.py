@@ -70,6 +70,10 @@ class Client:
     def close(self) -> None:
         self._sock.close()
 
+    def fileno(self) -> int:
+        """The socket's descriptor: a Client can be waited on with select."""
+        return self._sock.fileno()
+
     def request(self, op: str, **args):
         """Send one request and return its `result`, or raise RequestFailed (the daemon's
         error, "busy" among them) or DaemonUnavailable (no answer: what happened)."""

@@ -3,8 +3,8 @@
 Exit codes: 0 results, 1 no result (as grep), 2 bad usage or bad request,
 3 daemon unreachable (not running, busy, or no answer: the message says which), 4 the
 first index is still being built (the answer is of the notes read so far). Paths are
-shown relative to the current folder inside the vault, absolute outside it (the daemon shows them so: see protocol.Request.paths); --json
-keeps them relative to the vault.
+shown relative to the current folder inside the vault, absolute outside it (the daemon
+shows them so: see protocol.Request.paths); --json keeps them relative to the vault.
 """
 
 from __future__ import annotations
