@@ -37,7 +37,7 @@ def logged(d: Daemon, text: str) -> str:
 @pytest.mark.parametrize("path, of, tool, when, by", [
     ("notes/Deep work.sync-conflict-20250102-101112-ABCDEFG.md", "notes/Deep work.md", "Syncthing",
      "2025-01-02 10:11:12", "ABCDEFG"),
-    ("a.sync-conflict-20250102-101112.md", "a.md", "Syncthing", "2025-01-02 10:11:12", ""),
+    ("a.sync-conflict-20250102-101112.md", "a.md", "Syncthing or Obsidian Sync", "2025-01-02 10:11:12", ""),
     ("A.sync-conflict-20250102-101112-AAAAAAA.sync-conflict-20250103-101112-BBBBBBB.org", "A.org", "Syncthing",
      "2025-01-03 10:11:12", "BBBBBBB"),
     ("20251016T080208--memory__agents.sync-conflict-20250102-101112-ABCDEFG.md", "20251016T080208--memory__agents.md",
@@ -183,6 +183,10 @@ def test_only_the_named_host_writes(here, tmp_path, short_dir, monkeypatch):
         st = d.status()
         assert st["writer"] is False and st["writer_why"].startswith(f"{said}: only that host splits")
         assert f"writer:     no: {said}: only that host splits, undoes and remembers" in vaultq(d, "status").stdout
+        r = subprocess.run([sys.executable, "-m", "vaultd", "check", "--config", str(cfg), "--vault", str(vault),
+                            "--socket", str(d.socket)], capture_output=True, text=True, timeout=60)
+        assert f"host:      {said}: vaultd here writes nothing into the vault" in r.stdout, r.stdout
+        assert f"           {said}: only that host splits" in r.stdout, r.stdout
         assert d.search_paths("lorem") == ["notes/Big.md"]  # it indexes and answers
         assert any(o["path"] == "notes/Big.md" for o in d.request("split", list=True)["over"])  # and proposes
         for args in (("split", "notes/Big.md"), ("split", "--all"), ("remember", "The spare key is under the mat.")):
@@ -192,3 +196,23 @@ def test_only_the_named_host_writes(here, tmp_path, short_dir, monkeypatch):
     finally:
         d.stop()
     shutil.rmtree(tmp_path / "state")
+
+
+def test_a_denote_link_resolves_to_the_note_not_its_conflict_copy(tmp_path, short_dir):
+    """A Syncthing copy of a Denote note holds its identifier (and an Org note's copy its :ID:):
+    `[[denote:ID]]` and `[[id:UUID]]` went to ambiguous, broken links. The note is the target."""
+    vault = tmp_path / "vault"
+    (vault / "notes").mkdir(parents=True)
+    note = "20251016T080208--memory-tiers__agents.org"
+    body = "#+title: Memory tiers\n:PROPERTIES:\n:ID: 6f1c2f0e-1111-4a5b-9c3d-000000000001\n:END:\nHot and cold.\n"
+    (vault / "notes" / note).write_text(body)
+    (vault / "notes" / note.replace(".org", ".sync-conflict-20250102-101112-ABCDEFG.org")).write_text(body + "More.\n")
+    (vault / "notes" / "Index.md").write_text("[[denote:20251016T080208]] and [[id:6f1c2f0e-1111-4a5b-9c3d-000000000001]]\n")
+    d = Daemon(vault, tmp_path / "state", short_dir / "l.sock").start()
+    try:
+        wait_for(lambda: d.status()["graph"] == "ready", timeout=60)
+        assert d.request("broken")["total"] == 0
+        links = d.request("links", note="notes/Index.md")["links"]
+        assert [(ln["resolved"], ln["broken"]) for ln in links] == [(f"notes/{note}", None)] * 2, links
+    finally:
+        d.stop()

@@ -201,6 +201,12 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     click.echo("capture:   " + (f"on: an agent's `remember` appends to the day's capture note in {cfg.capture.folder}/ "
                                 "(undo: `vaultq split --undo OP`)" if cfg.capture.folder else
                                 "off: `remember` is refused ([capture] folder turns it on)"))
+    if want := cfg.split.host or cfg.capture.host:  # a synced vault: one machine writes
+        elsewhere = cfg.writes_elsewhere()
+        click.echo(f"host:      {elsewhere}: vaultd here writes nothing into the vault (no split, undo or "
+                   "remember); it indexes and answers" if elsewhere else
+                   f"host:      {want}, this machine, is the one that writes into this vault; vaultd elsewhere "
+                   "indexes and answers")
 
     # the units: installed, enabled, running (from the user manager, else from the files)
     units = service.units_state()

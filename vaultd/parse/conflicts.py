@@ -97,7 +97,7 @@ def copies(paths: Iterable[str]) -> dict[str, ConflictCopy]:
 def _read(name: str) -> tuple[str, str, str, str] | None:
     """(the note's file name, the tool, when, by) of a copy's file name, or None."""
     if ".sync-conflict-" in name and (m := _SYNCTHING.fullmatch(name)):
-        return _named(m, "Syncthing", _stamp(m["d"], m["t"]), m["by"])
+        return _named(m, "Syncthing" if m["by"] else "Syncthing or Obsidian Sync", _stamp(m["d"], m["t"]), m["by"])
     if "_conflict-" in name and (m := _OWNCLOUD.fullmatch(name)):
         return _named(m, "ownCloud/Nextcloud", _stamp(m["d"], m["t"]))
     if name.endswith(")", 0, len(name) - len(posixpath.splitext(name)[1])) and (m := _TAGGED.fullmatch(name)):

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import msgspec
 
 from ..note import ID_ANCHOR, Link, Note, headings_of, links_at, links_of
+from ..parse.conflicts import conflict_copy
 
 NOTE_EXTS = (".md", ".org")
 ATTACHMENT_EXTS = frozenset(
@@ -730,6 +731,10 @@ class Graph:
             return Dest(target=paths[0])
         if not paths:
             return Dest(broken=missing)
+        copies = {p: c for p in paths if (c := conflict_copy(p)) is not None}
+        rest = [p for p in paths if p not in copies]
+        if len(rest) == 1 and all(c.of == rest[0] for c in copies.values()):
+            return Dest(target=rest[0])  # the others are sync tools' conflict copies of it (parse/conflicts)
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
     def _pick(self, folder: str, paths: list[str], strict: bool = False) -> Dest:
