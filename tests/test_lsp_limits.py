@@ -119,18 +119,24 @@ def test_another_document_is_answered_while_a_20000_link_buffer_is_checked(edaem
 
 def test_a_newer_version_drops_the_check_of_the_older(edaemon, evault):
     """The 20,000-link text is replaced before its check is done: the check of the old text
-    is dropped (never published), and the new text's diagnostics come first."""
+    is dropped, never published; the new text's diagnostics come first. The same 20,000
+    links put back are checked anew, and theirs come next (the old check, had it gone on,
+    would have been published before them: it started first, with the same work)."""
+    links = many_links(20_000)
 
     async def steps(s: Session):
-        s.open("big.md", many_links(20_000))
+        s.open("big.md", links)
         s.change("big.md", "Only [[Nowhere]] here.\n", 2)
-        diags = await s.diagnosed("big.md", 2)
-        return diags, list(s.events)
+        small = await s.diagnosed("big.md", 2)
+        s.change("big.md", links, 3)
+        again = await s.diagnosed("big.md", 3)
+        return small, again, list(s.events)
 
-    diags, events = lsp(evault, steps, str(edaemon.socket))
+    small, again, events = lsp(evault, steps, str(edaemon.socket))
     big = from_fs_path(str(evault / "big.md"))
-    assert [e for e in events if e[:2] == ("diagnostics", big)] == [("diagnostics", big, 2)]
-    assert [d.message for d in diags] == ["broken link: [[Nowhere]]: no such note"]
+    assert [e for e in events if e[:2] == ("diagnostics", big)] == [("diagnostics", big, 2), ("diagnostics", big, 3)]
+    assert [d.message for d in small] == ["broken link: [[Nowhere]]: no such note"]
+    assert len(again) == 20_000
 
 
 def test_a_buffer_over_the_size_cap_gets_a_diagnostic_saying_so(edaemon, evault):
