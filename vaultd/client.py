@@ -20,10 +20,10 @@ class RequestFailed(Exception):
 
 
 class Client:
-    """One connection to the daemon. DaemonUnavailable says "not running" only when nothing
-    listens on the socket (no socket file, or connection refused); a daemon that is there
-    but busy, slow or gone mid-answer is named so (RequestFailed "busy", or DaemonUnavailable
-    with what happened)."""
+    """One connection to the daemon; connecting raises DaemonUnavailable, a request
+    RequestFailed (the daemon's error, `busy` among them) or DaemonUnavailable. It says
+    "not running" only when nothing listens on the socket (no socket file, or connection
+    refused); a daemon that is there but busy, slow or gone mid-answer is named so."""
 
     def __init__(self, path: str, timeout: float | None = 30.0):
         self.path = path
@@ -41,7 +41,8 @@ class Client:
             raise DaemonUnavailable(path, "nothing listens there") from None
         except BlockingIOError:
             self._sock.close()
-            raise RequestFailed("busy", f"its queue of connections on {path} stayed full; try again") from None
+            raise DaemonUnavailable(path, "busy", f"vaultd on {path} is busy: its queue of connections stayed "
+                                    "full; try again") from None
         except OSError as e:
             self._sock.close()
             raise DaemonUnavailable(path, e.strerror or str(e), f"cannot connect to vaultd on {path}: "
