@@ -212,7 +212,7 @@ def vault_rel(path: str, vault: str) -> str | None:
     the vault leads out of it) and its last part as it is; None when outside the vault."""
     here = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
     rel = os.path.relpath(here, os.path.realpath(vault))
-    return None if rel in (os.curdir, os.pardir) or rel.startswith(os.pardir + os.sep) else rel
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
 
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
@@ -256,8 +256,9 @@ def note_text(path: str, vault: str, cap: int) -> str | None:
 
 
 def buffer_size(text: str, cap: int) -> int | None:
-    """The UTF-8 size of a buffer's text when it is over `cap` bytes, else None (counted
-    without encoding it when its length alone says)."""
+    """A buffer's size in UTF-8 bytes when it is over `cap`, else None. Its length alone
+    says when it can (then that is the size given: a bound from below, exact for ASCII);
+    only a text between cap/4 and cap characters long is encoded to count its bytes."""
     if 4 * len(text) <= cap:
         return None
     size = len(text) if len(text) > cap else len(text.encode("utf-8", "surrogatepass"))
