@@ -438,7 +438,8 @@ def unread_error(exc: Exception) -> types.JSONRPCError:
     if first.get("type") == "json_invalid":
         why = (first.get("ctx") or {}).get("error", "")
         deep = " (arguments nest at most about 200 levels deep here)" if "recursion" in why else ""
-        error = types.ErrorData(code=types.PARSE_ERROR, message=f"the message is not JSON this server reads: {why}{deep}")
+        error = types.ErrorData(code=types.PARSE_ERROR,
+                                message=f"the message is not JSON this server reads: {why}{deep}")
     else:
         error = types.ErrorData(code=types.INVALID_REQUEST, message="not a JSON-RPC request, notification or response")
     return types.JSONRPCError(jsonrpc="2.0", id=unread_id(exc), error=error)
