@@ -18,7 +18,7 @@ from vaultd import api, protocol
 from vaultd.mcp import TOOLS, input_schema
 from vaultd.render import cost
 
-from conftest import children, wait_for
+from conftest import DEADLINE, children, wait_for
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -272,16 +272,16 @@ class _Stdio:
         self.proc.stdin.flush()
 
     def answer(self, rid) -> dict:
-        """The answer to request `rid` (60 s at most: a bound on a failure)."""
+        """The answer to request `rid` (DEADLINE at most: a bound on a failure)."""
         while True:
-            msg = json.loads(self.lines.get(timeout=60))
+            msg = json.loads(self.lines.get(timeout=DEADLINE))
             if msg.get("id") == rid:
                 return msg
 
     def close(self) -> None:
         self.proc.stdin.close()  # EOF: the server ends, and so does the reader
-        self.proc.wait(timeout=30)
-        self.reader.join(timeout=30)
+        self.proc.wait(timeout=DEADLINE)
+        self.reader.join(timeout=DEADLINE)
         self.proc.stdout.close()
 
 
