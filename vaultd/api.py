@@ -134,8 +134,12 @@ class Context(Request, tag="context"):
                                                  "characters a token, Hangul/Han/Kana 1.3 tokens a character) "
                                                  "or bytes") = "tokens"
     scope: _described(Scope, "warm: never the archive (COLD notes); all: the archive too") = "warm"
-    hot: _described(bool, "Begin with the HOT notes' openings (false: only what answers the query, for an "
-                          "agent that has them already)") = True
+    hot: _described(bool | None, "Begin with the HOT notes' openings. Default: only for a `q` with no words (with "
+                                 "words, only what answers it: a HOT note the query earns comes as a hit; an agent "
+                                 "has the working set from its session start)") = None
+    explain: _described(bool, "True: each item says why it passed (`explain`: the share of the query's weighed "
+                              "words its section holds, the threshold `[context] min_evidence`, the words held "
+                              "and lacking, those that weigh nothing), in its `why` too") = False
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "
                                                   "generation") = None
 
@@ -583,13 +587,15 @@ class Operations:
 
     @replies(ContextReply)
     def context(self, req: Context) -> dict:
-        """What an agent should read about a query, within a budget: the HOT notes' opening lines (at most a
-        quarter of it; all of it with no query), then the best section of each top hit, then runners-up.
-        Whole lines only, each item with its path and line range."""
+        """What an agent should read about a query, within a budget: with no query, the HOT notes' opening
+        lines; with one, the best section of each top hit, then runners-up, each only if it holds enough of
+        the query's weighed words (`[context] min_evidence`): nothing when none does. Whole lines only, each
+        item with its path and line range; comments and image-only lines elided, and marked so."""
         v = self.vault
         show = shown(v._root, req.paths)
         return self._waited(req.after_generation,
-                            lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show, with_hot=req.hot))
+                            lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show, with_hot=req.hot,
+                                              explain=req.explain))
 
     @replies(ReadReply)
     def read(self, req: Read) -> dict:
@@ -806,7 +812,8 @@ class Vaults:
         answers = [(o, o.result(one)) for o in self.served]
         hot_budget = req.budget // 4 if req.q.strip() else req.budget
         openings = msgspec.structs.replace(one, q="", budget=hot_budget, hot=True)
-        hots = [[{**it, "vault": o.name} for it in o.result(openings)["items"]] for o in self.served] if req.hot else []
+        with_hot = not req.q.strip() if req.hot is None else req.hot
+        hots = [[{**it, "vault": o.name} for it in o.result(openings)["items"]] for o in self.served] if with_hot else []
         best, more = [], []  # per vault: each hit's first item; the runners-up
         for o, r in answers:
             seen, mine = set(), []

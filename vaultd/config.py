@@ -150,6 +150,15 @@ class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     they count towards HOT as a person's reads do, times this (0: not at all)."""
 
 
+class Context(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    min_evidence: float = 0.75
+    """A section enters `context` (and so the prompt hook) only when it holds at least this
+    share of the query's content words, each weighed by its rarity in the vault (idf), with
+    its note's title, path and aliases: words no note holds count against it; stop words,
+    small talk and a request's own words weigh nothing; code-shaped tokens count only where
+    held. When no section earns it, context is empty. 0: every top hit (the budget filled)."""
+
+
 CAPTURE_FORMATS = ("md", "org")
 
 
@@ -182,6 +191,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tiers: Tiers = msgspec.field(default_factory=Tiers)
     split: Split = msgspec.field(default_factory=Split)
     capture: Capture = msgspec.field(default_factory=Capture)
+    context: Context = msgspec.field(default_factory=Context)
     semantic: Semantic = msgspec.field(default_factory=Semantic)
 
     @classmethod

@@ -1,6 +1,17 @@
 """Budgeted context for agents: the HOT notes' opening lines and the best-matching
-sections of the top hits, never over the budget, every item naming the exact lines
-of the file it holds.
+sections of the top hits that earn their place, never over the budget, every item naming
+the exact lines of the file it holds.
+
+Earned: a section is given for a query only when it holds enough of the query's content
+words, each weighed by how rare it is in the vault (see Prompt and Prompt.judge); words
+that say nothing about a vault (small talk, a request's own words, stop words) weigh
+nothing, and code-shaped tokens (paths, file names, symbols) count only where a note holds
+them. When nothing earns a place, context is empty: the budget is a ceiling, not a quota.
+
+Clean: what a note's own tool hides is not sent (Obsidian `%% %%` and HTML comments in
+Markdown, Org comment lines and comment blocks), nor lines that hold only images or
+badges. A run of such lines is one line `[… N lines elided …]`; first and last stay the
+file's real lines (see visible and shown).
 
 Costs are counted by render.cost (the token estimate is documented there and in the
 README).
@@ -12,10 +23,15 @@ import bisect
 import heapq
 import itertools
 import math
+import re
+from collections.abc import Callable
 
 from ..parse.markdown import split_front_matter
 from ..render import context_item as render
 from ..render import cost, estimate_tokens  # noqa: F401  (here too: context's callers count with them)
+from ..store.index import CJK_RUN
+from . import stopwords_ko
+from .snippets import Matcher
 
 UNITS = ("tokens", "bytes")
 
@@ -150,3 +166,295 @@ def fit(lines: list[str], first: int, last: int, focus: int, make, budget: int, 
     elif lo > first and fits(lo - 1, hi):
         lo = lo - widest(lambda d: fits(lo - d, hi) is not None, lo - first)
     return make(lo, hi)
+
+
+# -- what the note's own tool hides -----------------------------------------------------
+
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+_MD_OPEN = re.compile(r"`+|%%|<!--")
+_ORG_COMMENT = re.compile(r"^\s*#(?:\s|$)")
+_ORG_BLOCK = re.compile(r"^\s*#\+(begin|end)_(\w+)", re.IGNORECASE)
+_IMG = r"[^\s\]\)|]*\.(?:png|jpe?g|gif|svg|webp|bmp|avif|ico)(?:\?[^\s\]\)]*)?"
+_MD_IMAGES = re.compile(r"\[!\[[^\]]*\]\([^)]*\)\]\([^)]*\)|!\[[^\]]*\]\([^)]*\)|!\[\[" + _IMG + r"(?:\|[^\]]*)?\]\]"
+                        r"|<img\b[^>]*>|<a\b[^>]*>\s*<img\b[^>]*>\s*</a>", re.IGNORECASE)
+_ORG_IMAGES = re.compile(r"\[\[(?:file:)?" + _IMG + r"\](?:\[[^\]]*\])?\]|\[\[[^\]]+\]\[(?:file:)?" + _IMG + r"\]\]",
+                         re.IGNORECASE)
+ELIDED = "[… {n} line{s} elided …]"
+"""The line that stands in an item for a run of hidden lines."""
+
+
+def visible(lines: list[str], path: str) -> tuple[list[str], list[bool]]:
+    """Each line as the note's own tool shows it, and whether it is hidden whole. Markdown:
+    `%% … %%` and `<!-- … -->` cut out (over lines too; not in code fences nor `code`);
+    Org: comment lines (`# …`) and `#+begin_comment` blocks (not in other blocks, where `#`
+    is code). A line left blank by a cut, or holding only images or badges, is hidden; a
+    line blank in the file is not."""
+    org = path.endswith(".org")
+    shown, hidden = [], []
+    images = _ORG_IMAGES if org else _MD_IMAGES
+    block: str | None = None  # Org: the block we are in; Markdown: the open fence or comment
+    for line in lines:
+        if org:
+            text, block = _org_line(line, block)
+        else:
+            text, block = _md_line(line, block)
+        if text is not None and text.strip() and images.search(text) and not images.sub("", text).strip():
+            text = None  # images and badges only
+        gone = text is None or (not text.strip() and line.strip() != "")
+        shown.append("" if gone else text)
+        hidden.append(gone)
+    return shown, hidden
+
+
+def _org_line(line: str, block: str | None) -> tuple[str | None, str | None]:
+    m = _ORG_BLOCK.match(line)
+    if block == "comment":
+        return None, None if m and m.group(1).lower() == "end" and m.group(2).lower() == "comment" else "comment"
+    if block is not None:
+        return line, None if m and m.group(1).lower() == "end" and m.group(2).lower() == block else block
+    if m and m.group(1).lower() == "begin":
+        kind = m.group(2).lower()
+        return (None if kind == "comment" else line), kind
+    return (None if _ORG_COMMENT.match(line) else line), None
+
+
+def _md_line(line: str, state: str | None) -> tuple[str | None, str | None]:
+    """The line with comments cut (None when it is all comment), and the state after it:
+    None, an open fence (its marker), or an open comment ("%%", "<!--")."""
+    if state is not None and state[0] in "`~":
+        m = _FENCE.match(line)
+        return line, None if m and m.group(1)[0] == state[0] and len(m.group(1)) >= len(state) else state
+    if state is None and (m := _FENCE.match(line)):
+        return line, m.group(1)
+    out, i, was_comment = [], 0, state is not None
+    while i <= len(line):
+        if state is not None:  # inside a comment: to its end
+            close = "%%" if state == "%%" else "-->"
+            j = line.find(close, i)
+            if j < 0:
+                return ("".join(out) if "".join(out).strip() else None), state
+            i, state = j + len(close), None
+            continue
+        m = _MD_OPEN.search(line, i)
+        if m is None:
+            out.append(line[i:])
+            break
+        if m.group().startswith("`"):  # inline code: as it is, to its closing run
+            end = line.find(m.group(), m.end())
+            stop = len(line) if end < 0 else end + len(m.group())
+            out.append(line[i:stop])
+            i = stop
+            continue
+        out.append(line[i : m.start()])
+        i, state, was_comment = m.end(), m.group(), True
+    text = "".join(out)
+    return (None if was_comment and not text.strip() else text), state
+
+
+def trimmed(hidden: list[bool], first: int, last: int) -> tuple[int, int]:
+    """first..last less the hidden lines at either end (last < first: all hidden)."""
+    while first <= last and hidden[first - 1]:
+        first += 1
+    while last >= first and hidden[last - 1]:
+        last -= 1
+    return first, last
+
+
+def shown(shown_lines: list[str], hidden: list[bool], first: int, last: int) -> str:
+    """The text of lines first..last as an item gives it: each line as shown, each run of
+    hidden lines one line saying how many were elided."""
+    out, run = [], 0
+    for n in range(first, last + 1):
+        if hidden[n - 1]:
+            run += 1
+            continue
+        if run:
+            out.append(ELIDED.format(n=run, s="s" * (run != 1)))
+            run = 0
+        out.append(shown_lines[n - 1])
+    if run:
+        out.append(ELIDED.format(n=run, s="s" * (run != 1)))
+    return "\n".join(out)
+
+
+# -- what a prompt asks, and which sections answer it ---------------------------------
+
+IDLE = frozenset("""
+    a about above after again against all am an and any are aren't as at be because been before being below between
+    both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from
+    further had hadn't has hasn't have haven't having he her here hers herself him himself his how i i'm i've if in
+    into is isn't it it's its itself let's me more most my myself no nor not of off on once only or other ought our
+    ours ourselves out over own same she should shouldn't so some such than that that's the their theirs them
+    themselves then there these they this those through to too under until up very was wasn't we were weren't what
+    what's when where which while who whom why will with won't would wouldn't you your yours yourself yourselves
+    ok okay k kk thanks thank thx ty yes yeah yep yup nope nah sure great good nice cool perfect awesome fine sounds
+    lgtm hmm hm hi hello hey bye please pls plz continue go ahead proceed wow lol sorry quite right wrong
+    just really actually maybe also still anyway again now
+    tell show remind know want wanted need like trying figure thing things stuff something anything way
+    again can't could you whats hows whys wheres im ive id
+""".split())
+"""Words of a prompt to an agent that say nothing about what it asks of a vault: English
+stop words, small talk (`ok`, `thanks`, `sounds good`, `lgtm`) and a request's own words
+(`tell me`, `remind me`, `I want`). They weigh nothing in a prompt's evidence."""
+
+IDLE_KO = frozenset("""
+    응 네 예 아니 아니야 아니요 그래 그래요 좋아 좋아요 좋네 좋다 계속 계속해 계속해줘 계속해요 고마워 고마워요 고맙습니다
+    감사 감사해 감사해요 감사합니다 잘했어 잘했다 수고 수고했어 알겠어 알겠습니다 오케이 ㅇㅋ ㅇㅇ ㄱㄱ ㅋㅋ ㅎㅎ 굿 최고
+    알려줘 알려주세요 알려줄래 알려 뭐야 뭐지 뭐였지 뭐였더라 뭐 뭔가 뭘 어떻게 어떻게든 어디서 어디 왜 언제 누가
+    해줘 해주세요 해줄래 해봐 좀 혹시 정말 진짜 그냥 이거 저거 그거 그게 이게 저게 거 것 건 건데 거야
+    싶어 싶은데 싶다 싶어요 있어 있었지 있었나 있나요 있을까 있어요 없어 할까 하자 하는 한번 다시
+    보여줘 정리해줘 설명해줘 요약해줘 찾아줘 말해줘 내 나 저 제 우리 너 당신 오늘 지금 이제
+""".split())
+"""The same for Korean: small talk (`고마워`, `좋아 계속해`, `ㅇㅋ`) and a request's words
+(`알려줘`, `뭐야`), as a run is or less a particle or ending (see core)."""
+
+PLAIN = frozenset("""
+    able add added again ago almost along already always another any anymore around ask asked away back bad
+    be become begin best better big bit bought break bring build built buy call came can change changed changes
+    come coming correct could current day days different do does done each easy else end enough even ever every
+    exactly far fast feel few find first fix fixed follow found full get gets getting give given go goes going gone
+    got happen happened happens hard have help high hold how idea important inside instead keep kept kind know land
+    landing last later least leave left less let life like likely little live long look looking looks lose lost lot
+    lots made main make makes making many matter may mean means might mind miss moment more most move moved moving
+    much must need needed needs never new next nothing number off often old once one ones open other others own
+    part people place point possible pretty problem probably put quick quickly rather reason right same say says
+    second see seem seems set should show side simple since small so some sometimes soon start started starts
+    stay still stop sure take takes taking than thing think though thought three through time times today together
+    too took true try trying turn two under up use used uses using usual usually walk want way ways week well went
+    whole will wish without work works world would write writing wrong year years yet
+""".split())
+"""Plain English words a prompt is phrased with (`bought`, `changed my mind`, `keep landing`,
+`walk me through`): the vault may use them anywhere or nowhere, so a section that lacks
+one is not the worse for it; one that holds it is the better (they count only where
+held). A prompt of nothing else counts them as any word (`combine two notes into one`)."""
+
+PREDICATE = ("는데", "은데", "한지", "인지", "다가", "려고", "려면", "도록", "니까", "는", "고", "던", "둔", "면", "게",
+             "돼", "된", "한", "할", "은")
+"""Endings of a Korean predicate (바꾸는, 바꾸고, 포맷된, 나면, 처리돼): the prompt's phrasing,
+counted only where held, as PLAIN is."""
+
+ENDINGS = ("해주세요", "해줄래", "하려면", "해줘", "해요", "하는", "하기", "하고", "하면", "했던", "했어", "되는",
+           "으려면", "려면", "인가요", "나요", "는데", "은데", "이야", "해", "한", "할", "된", "돼", "고", "야")
+"""Verb endings a Korean word may carry in a prompt (설정하는: 설정), besides particles."""
+
+_CODE = re.compile(r"[/\\~]|\w[._]\w|\(\)|^--?\w|[a-z][A-Z]")
+"""A token that is code, not a word: a path, a file name, a symbol (foo_bar, a.b, f()),
+an option, camelCase."""
+_LATIN = re.compile(r"[^\W\d_]\w*|\d+")
+
+
+EARNED_HITS = 3
+"""Context looks for evidence in the sections of the top three hits: past them, a section
+that holds the words is seldom the answer (measured on bench/prompts-dev.json)."""
+EARNED_NOTES = 2
+NEAR_BEST = 0.8
+"""Of those, at most two notes are given, each only if its section's share is at least
+NEAR_BEST of the best one's: a runner-up far behind the best is seldom an answer too."""
+
+
+class Unit:
+    """One thing a prompt names: a word (its forms: as typed, its stem, a typo's
+    correction), a Korean word (its core, less particles and endings), or a code-shaped
+    token (whole). `weight`: its rarity in the vault (idf); `optional`: it counts only
+    where held (code and numbers: those no note holds say nothing of the vault)."""
+
+    __slots__ = ("word", "forms", "core", "weight", "optional")
+
+    def __init__(self, word: str, forms: tuple[str, ...] = (), core: str | None = None, weight: float = 0.0,
+                 optional: bool = False):
+        self.word, self.forms, self.core, self.weight, self.optional = word, forms, core, weight, optional
+
+    def held(self, found: set[str], text: str) -> bool:
+        if self.core is None:
+            return any(f in found for f in self.forms)
+        if len(self.core) < 3:
+            return self.core in text
+        grams = {self.core[i : i + 2] for i in range(len(self.core) - 1)}
+        return self.core in text or 2 * sum(g in text for g in grams) >= len(grams) + 1
+
+
+def core(run: str) -> str:
+    """A Korean word less one particle and one ending (가치관이: 가치관; 설정하는: 설정),
+    keeping at least two syllables."""
+    for tails in (stopwords_ko.PARTICLES, ENDINGS):
+        for t in tails:
+            if run.endswith(t) and len(run) - len(t) >= 2:
+                run = run[: -len(t)]
+                break
+    return run
+
+
+def idle_ko(run: str) -> bool:
+    return run in IDLE_KO or core(run) in IDLE_KO or stopwords_ko.is_stop(run)
+
+
+class Prompt:
+    """What a prompt asks of the vault: its units, each weighed by rarity (`df` gives how
+    many of `n` notes hold a term; `correct` a word's correction or None), and the words
+    it leaves out (`idle`)."""
+
+    def __init__(self, tokens: list[str], n: int, df: Callable[[str, bool], int], stem: Callable[[str], str],
+                 correct: Callable[[str], str | None]):
+        self.units: list[Unit] = []
+        self.idle: list[str] = []
+        seen: set[str] = set()
+
+        def idf(d: int) -> float:  # its square root: a rare word counts more, not so much that one sinks a section
+            return math.sqrt(math.log(1 + (n - d + 0.5) / (d + 0.5)))
+
+        tokens_seen: set[str] = set()
+        for tok in tokens:
+            bare = tok.strip("\"'`,.;:!?()[]{}<>")
+            if not bare or bare.lower() in tokens_seen:
+                continue
+            tokens_seen.add(bare.lower())
+            if _CODE.search(bare) and not CJK_RUN.search(bare):
+                words = _LATIN.findall(bare)
+                self.units.append(Unit(bare, (bare.lower(),), None,
+                                       max((idf(df(stem(w.lower()), False)) for w in words), default=0.0), True))
+                continue
+            for run in CJK_RUN.findall(bare):
+                c = core(run)
+                if len(run) < 2 or idle_ko(run) or c in seen:  # a syllable alone: a particle, mostly
+                    self.idle.append(run)
+                    continue
+                seen.add(c)
+                grams = [c[i : i + 2] for i in range(len(c) - 1)] or [c]
+                self.units.append(Unit(run, (), c, idf(min(df(g, True) for g in grams)), run.endswith(PREDICATE)))
+            for w in _LATIN.findall(CJK_RUN.sub(" ", bare)):
+                low = w.lower()
+                if low in IDLE or low in seen or len(low) < 2 and not low.isdigit():
+                    self.idle.append(w)
+                    continue
+                seen.add(low)
+                s = stem(low)
+                d = df(s, False)
+                forms = [low, s]
+                if d == 0 and not low.isdigit() and (fix := correct(low)):
+                    forms += [fix, stem(fix)]
+                    d = df(stem(fix), False)
+                self.units.append(Unit(w, tuple(dict.fromkeys(forms)), None, idf(d), low.isdigit() or low in PLAIN))
+        if not any(not u.optional for u in self.units):  # nothing but plain words: each counts
+            for u in self.units:
+                u.optional = u.optional and not (u.core is None and u.word.lower() in PLAIN) and \
+                    not (u.core is not None and u.word.endswith(PREDICATE))
+        self.matcher = Matcher([f for u in self.units for f in u.forms], [])
+
+    def __bool__(self) -> bool:
+        return any(not u.optional for u in self.units)
+
+    def judge(self, text: str) -> tuple[float, list[str], list[str]]:
+        """How much of the prompt `text` holds: the weighed share of its units (an optional
+        one counted only where held), and the units held and lacking."""
+        found = self.matcher.terms(text) if self.matcher else set()
+        low = text.lower()
+        held, lacks, got, total = [], [], 0.0, 0.0
+        for u in self.units:
+            if u.held(found, low):
+                held.append(u.word)
+                got += u.weight
+                total += u.weight
+            elif not u.optional:
+                lacks.append(u.word)
+                total += u.weight
+        return (got / total if total else 0.0), held, lacks

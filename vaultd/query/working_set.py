@@ -13,7 +13,7 @@ from ..paths import read_head
 from ..store.index import CJK_RUN
 from ..store.state import changed_ns
 from . import context as ctx
-from .ranking import bigrams, content_words, note_filter
+from .ranking import bigrams, content_words, note_filter, stem
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
 
@@ -62,14 +62,22 @@ class WorkingSet:
                 "total_lines": len(all_lines), "truncated": truncated, "text": body}
 
     def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8,
-                show: Callable[[str], str] | None = None, with_hot: bool = True) -> dict:
-        """The HOT notes' first lines and the best sections of the top hits for `q`, filling
-        but never exceeding `budget` (see context.py), each item with its line range. With
-        no words in `q`, the HOT notes may fill all of the budget; with `with_hot` False, they
-        are left out. Each item's path is as
-        `show` gives it (paths.shown), and its header is counted so. Context is an agent's
-        retrieval: the notes it gives are counted apart from a person's reads."""
+                show: Callable[[str], str] | None = None, with_hot: bool | None = None,
+                explain: bool = False) -> dict:
+        """The HOT notes' first lines and the best sections of the top hits for `q` that earn
+        their place (see context.py: each holds at least `[context] min_evidence` of the
+        query's weighed content words), never over `budget`, each item with its line range:
+        nothing when nothing earns it. With no words in `q`, the HOT notes may fill all of
+        the budget. `with_hot`: begin with the HOT notes' openings; None (the default):
+        only for a `q` with no words (a prompt's context does not repeat the working set
+        the session start gave; a HOT note the prompt earns comes as a hit). With `explain`,
+        each hit says why it passed (`explain`: its share, the threshold, the words held
+        and lacking), in its `why` too. Each item's path is as `show` gives it
+        (paths.shown), and its header is counted so. Context is an agent's retrieval: the
+        notes it gives are counted apart from a person's reads."""
         show = show or (lambda rel: rel)
+        with_hot = not q.strip() if with_hot is None else with_hot
+        threshold = self.config.context.min_evidence
         items: list[dict] = []
         used = 0
         taken: dict[str, list[tuple[int, int]]] = {}
@@ -90,17 +98,29 @@ class WorkingSet:
             used += c
             return True
 
-        def lines_of(note: Note) -> tuple[list[str], int]:
+        def lines_of(note: Note) -> tuple[list[str], int, list[str], list[bool]]:
+            """The note's lines, where its body starts (past hidden lines too), and each line as
+            shown and whether it is hidden (context.visible)."""
             try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
                 text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
             except OSError:
-                return [], 1
-            return ctx.note_lines(text, note.path)
+                return [], 1, [], []
+            lines, start = ctx.note_lines(text, note.path)
+            seen, hidden = ctx.visible(lines, note.path)
+            while start <= len(lines) and (hidden[start - 1] or not seen[start - 1].strip()):
+                start += 1
+            return lines, start, seen, hidden
 
-        def maker(note: Note, lines: list[str], kind: str, why: str, score: float | None = None):
-            path, more = show(note.path), {} if score is None else {"score": round(score, 4)}  # a hit's: its note's
-            return lambda a, b: {"kind": kind, "path": path, "title": note.title, "tags": note.tags,
-                                 "first": a, "last": b, "text": "\n".join(lines[a - 1 : b]), "why": why, **more}
+        def maker(note: Note, seen: list[str], hidden: list[bool], kind: str, why: str,
+                  score: float | None = None, more: dict | None = None):
+            path = show(note.path)
+            more = {**({} if score is None else {"score": round(score, 4)}), **(more or {})}  # a hit's: its note's
+
+            def make(a: int, b: int) -> dict:
+                a, b = ctx.trimmed(hidden, a, b) if hidden else (a, b)
+                return {"kind": kind, "path": path, "title": note.title, "tags": note.tags, "first": a, "last": b,
+                        "text": ctx.shown(seen, hidden, a, b) if hidden else "", "why": why, **more}
+            return make
 
         hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder) \
             if with_hot else []
@@ -109,51 +129,70 @@ class WorkingSet:
             if used >= hot_budget:
                 break  # no more room: not read
             note = self.notes[h["path"]]
-            make = maker(note, [""], "hot", ", ".join(h["why"]))
+            make = maker(note, [""], [False], "hot", ", ".join(h["why"]))
             if used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
                 continue  # not even its header fits (a line only adds to it): not read
-            lines, start = lines_of(note)
+            lines, start, seen, hidden = lines_of(note)
             if start > len(lines):
                 continue
             last = min(len(lines), start + 2)
-            add(ctx.fit(lines, start, last, start, maker(note, lines, "hot", ", ".join(h["why"])),
+            add(ctx.fit(lines, start, last, start, maker(note, seen, hidden, "hot", ", ".join(h["why"])),
                         min(hot_budget - used, budget - used), unit))
         _, ranked, p, _ = self.rank(q, hits, scope)
-        matcher = Matcher(p.words, p.stems, p.parsed.phrases)
+        prompt = self._prompt(p)
+        if not prompt:
+            ranked = []  # nothing the query asks of a vault (small talk, stop words, code no note holds)
         # a note's sections are weighed by the query's content words: `do` and `I` are rare in
         # notes, and weighed by rarity they picked `Embed a PDF` for `how do I embed a note`
         content = Matcher(*content_words(p.words, p.stems), p.parsed.phrases)
+        matcher = Matcher(p.words, p.stems, p.parsed.phrases)
         runs = [set(bigrams(r)) for r in dict.fromkeys(CJK_RUN.findall(" ".join(p.parsed.words).lower()))]
-        sections = []  # per hit: (score, note, lines, its sections best first)
+        sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first)
         for score, note in ranked:
-            lines, start = lines_of(note)
+            lines, start, seen, hidden = lines_of(note)
             if not lines:
                 continue
-            if runs and note.path not in p.parts and not _answers(lines, matcher, runs):
+            if runs and note.path not in p.parts and not _answers(seen, matcher, runs):
                 continue  # found by a particle's bigram alone (관이 of 가치관이 in 기관이나): no answer
             heads = headings_of(note)
             if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
                 at = _title_line(lines, note.title)
                 if at is not None:
-                    sections.append((score, note, lines, heads, [(at, at, at, None)]))
+                    sections.append((score, note, lines, seen, hidden, heads, [(at, at, at, None)]))
                 continue
-            secs = ctx.ranked_sections(lines, heads, content, start, limit=2) if content else []  # two rounds below
+            secs = ctx.ranked_sections(seen, heads, content, start, limit=2) if content else []  # two rounds below
             if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
                 # none of the words in it (semantic recall found it): the section nearest the query's meaning
                 first, last = ctx.section(lines, heads, max(near, start), start)
                 secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
-            sections.append((score, note, lines, heads,
+            sections.append((score, note, lines, seen, hidden, heads,
                              secs or [(*ctx.section(lines, heads, start, start), start, None)]))
-        # The best section of every hit, then the runners-up of the top three, while the budget lasts
-        for round_, cut in ((0, len(sections)), (1, 3)):
-            for rank_, (score, note, lines, heads, secs) in enumerate(sections[:cut], 1):
-                if round_ >= len(secs):
+        # The best section of each of the top hits that earns its place (at most EARNED_NOTES, each
+        # near the best one's share), then those notes' runners-up that earn theirs, while the budget lasts
+        judged = [sorted([(sec, *prompt.judge(_evidence_text(note, sec[3], seen, sec[0], sec[1]))) for sec in secs],
+                         key=lambda j: -j[1])  # the section that holds most of the query first
+                  for _, note, _, seen, _, _, secs in sections[: ctx.EARNED_HITS]]
+        best = max((j[0][1] for j in judged if j), default=0.0)
+        earned = [i for i, j in enumerate(judged) if j and j[0][1] >= threshold and j[0][1] >= ctx.NEAR_BEST * best]
+        earned = earned[: ctx.EARNED_NOTES]
+        for round_ in (0, 1):
+            for i in earned:
+                score, note, lines, seen, hidden, heads, _ = sections[i]
+                if round_ >= len(judged[i]):
                     continue
-                first, last, focus, heading = secs[round_]
-                why = f"hit {rank_} for the query" + (f", section “{heading}”" if heading else "")
-                make = maker(note, lines, "hit", why, score)
+                (first, last, focus, heading), share, held, lacks = judged[i][round_]
+                if share < threshold:
+                    continue
+                why = f"hit {i + 1} for the query" + (f", section “{heading}”" if heading else "")
+                more = {}
+                if explain:
+                    more["explain"] = {"share": round(share, 3), "threshold": threshold, "held": held,
+                                       "lacks": lacks, "ignored": prompt.idle}
+                    why += f"; holds {', '.join(held)}: {share:.2f} of the query's weight" + \
+                        (f" (lacks {', '.join(lacks)})" if lacks else "") + f" >= {threshold}"
+                make = maker(note, seen, hidden, "hit", why, score, more)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
-                if whole["last"] > last and not any(ln.strip() for ln in lines[first:last]):
+                if whole["last"] > last and not any(ln.strip() for ln in seen[first:last]):
                     last = whole["last"]  # a heading over nothing but its subsections: what they say, as it fits
                 elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
@@ -161,6 +200,17 @@ class WorkingSet:
                     self.state.touch(note.path, agent=True)
         return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
                 "items": items}
+
+    def _prompt(self, p) -> ctx.Prompt:
+        """What a query asks of this vault (context.Prompt), its words weighed by the index."""
+        s = self.index.searcher()
+
+        def df(term: str, cjk: bool) -> int:
+            fs = ("body_ko", "title_ko") if cjk else ("body", "title")
+            return max(s.doc_freq(f, term) for f in fs)
+
+        tokens = [*p.parsed.words, *p.parsed.required, *(w for ph in p.parsed.phrases for w in ph.split())]
+        return ctx.Prompt(tokens, max(1, s.num_docs), df, stem, lambda w: self._vocabulary().correct(w))
 
     def pin(self, name: str, on: bool) -> dict:
         path = self.find_note(name)
@@ -212,6 +262,12 @@ def _answers(lines: list[str], matcher: Matcher, runs: list[set[str]]) -> bool:
     Hangul/Han/Kana run (a particle or an ending alone is one bigram of a word's three)."""
     held = matcher.terms("\n".join(lines))
     return any(t in held for t in matcher.latin) or any(2 * len(r & held) >= len(r) for r in runs)
+
+
+def _evidence_text(note: Note, heading: str | None, seen: list[str], first: int, last: int) -> str:
+    """What a section offers as evidence that it answers a query: its note's title, path and
+    aliases, its heading, and its lines as shown (no comments)."""
+    return "\n".join([note.title, note.path.replace("/", " "), *note.aliases, heading or "", *seen[first - 1 : last]])
 
 
 def _title_line(lines: list[str], title: str) -> int | None:
