@@ -296,10 +296,11 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(capturing):
                 await c.call_tool("remember", {"text": ""})]
 
     tags, empty = session(str(d.socket), steps)
-    # a lone surrogate (valid JSON, which the SDK's client cannot send): the SDK's server drops the
-    # call before the tool sees it (the next call is answered); the tool refuses it, never replaces it
+    # a lone surrogate (valid JSON, which the SDK's client cannot send): the SDK's server cannot
+    # read the call, and vaultd mcp answers it with an error (the next call is answered); the tool
+    # refuses it, never replaces it
     answers = raw_mcp_calls(str(d.socket), [("remember", '{"text": "caf\\ud800"}'), ("status", "{}")])
-    assert list(answers) == [3] and not answers[3]["isError"]
+    assert sorted(answers) == [2, 3] and "error" in answers[2] and not answers[3]["isError"]
     with pytest.raises(mcp.BadArguments, match="a string holds a lone surrogate \\(not valid Unicode\\): nothing "
                                                "was written"):
         mcp.request_args("remember", {"text": "caf\ud800"})
@@ -310,7 +311,8 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(capturing):
 
 def raw_mcp_calls(sock: str, calls: list[tuple[str, str]]) -> dict[int, dict]:
     """`tools/call`s (tool, arguments as JSON text) sent to `vaultd mcp` as JSON-RPC lines
-    written by hand, ids 2, 3, ...: the results it answered by the last one, by id."""
+    written by hand, ids 2, 3, ...: the results it answered by the last one, by id (an error
+    answer as {"error": ...})."""
     import threading
 
     lines = [
@@ -334,7 +336,7 @@ def raw_mcp_calls(sock: str, calls: list[tuple[str, str]]) -> dict[int, dict]:
             assert line, f"vaultd mcp closed its output; answered {got}"
             msg = json.loads(line)
             if msg.get("id", 1) != 1:
-                got[msg["id"]] = msg["result"]
+                got[msg["id"]] = msg["result"] if "result" in msg else {"error": msg["error"]}
         return got
     finally:
         timer.cancel()
