@@ -121,3 +121,30 @@ def test_a_file_that_changed_after_it_was_read_is_not_removed(tmp_path):
     with pytest.raises(checked.Changed) as e:
         checked.remove(tmp_path / "gone.md", b"x")
     assert e.value.errno == errno.EAGAIN and "gone" in e.value.reason
+
+
+def test_split_history_says_why_a_raced_split_was_refused(tmp_path):
+    """Through the real daemon's socket and vaultq: the refused split's row says why."""
+    import subprocess
+    import sys
+
+    from conftest import Daemon
+
+    root = tmp_path / "vault"
+    w.make_vault(root)
+    v = w.open_vault(root, tmp_path / "state1")
+    try:
+        with open(root / "notes" / "a.md", "ab"):  # an editor holds a linking note open for writing
+            with pytest.raises(Exception, match="changed while splitting .*open for writing"):
+                v.split_note("notes/hub.md", check_quiet=False)
+    finally:
+        v.close()
+    d = Daemon(root, tmp_path / "state", tmp_path / "d.sock").start()
+    try:
+        r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(d.socket), "split", "--history"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        d.stop()
+    assert r.returncode == 0, r.stderr
+    assert "aborted" in r.stdout and "why: notes/a.md changed while splitting" in r.stdout
+    assert "refused " in r.stdout and "notes/a.md: a program has it open for writing" in r.stdout

@@ -523,7 +523,8 @@ def _run(c: _Asker, args) -> int:
             print("vaultq: --budget must be at least 1", file=sys.stderr)
             return EXIT_USAGE
         res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
-                        scope="all" if args.all else "warm", after_generation=args.after_generation)
+                        scope="all" if args.all else "warm", after_generation=args.after_generation,
+                        **({"explain": True} if args.explain else {}))
         _behind(res, args.after_generation)
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
@@ -579,6 +580,10 @@ def _run(c: _Asker, args) -> int:
                 what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else "an entry remembered" \
                     if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
                 print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
+                if e["status"] == "aborted" and e.get("reason"):
+                    print(f"    why: {e['reason']}")
+                for ev in e.get("events") or []:  # a step refused or a file left: a save landed meanwhile
+                    print(f"    {ev['what']} {ev['path']}: {ev['reason']}")
         elif undo:
             if not res["undone"]:
                 print("vaultq: no split operation to undo (see `vaultq split --history`)", file=sys.stderr)
