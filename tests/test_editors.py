@@ -72,9 +72,10 @@ def test_resolve_at_a_column_of_a_line(ed):
 
 
 def test_resolve_broken_ambiguous_and_urls(ed):
+    g = ed.status()["generation"]  # before the write: its commit may come before a status after it
     (ed.vault / "other").mkdir()
     (ed.vault / "other" / "가치관.md").write_text("# 가치관\n")  # a second note of that name, as near the top
-    ed.wait_generation(ed.status()["generation"])
+    ed.wait_generation(g)
     res = ed.request("resolve", link="[[Nowhere]]")
     assert (res["path"], res["broken"]) == (None, "no such note")
     res = ed.request("resolve", link="[[가치관]]")  # from the top of the vault: either
@@ -213,10 +214,11 @@ def test_grep_gives_the_lines_rg_gives(ed):
 def test_grep_folds_case_as_rg_does(ed):
     """Unicode simple case folding, a character at a time, as rg -i: İ finds only İ (its
     lowercase is two characters, `i̇`), `k` the Kelvin sign, ß not `ss`, ﬁ not `fi`."""
+    g = ed.status()["generation"]
     (ed.vault / "cases.md").write_text(
         "# Cases\n\nİstanbul and istanbul, ISTANBUL, ıtır\nKelvin: 5 K, k, K\nStraße STRASSE STRAẞE\n"
         "ﬁle and file\nſtrong strong\nΣίσυφος ΣΊΣΥΦΟΣ σς\nǅungla ǄUNGLA ǆungla\nµs μs Μs\nÅngström Å\n")
-    ed.wait_generation(ed.status()["generation"])
+    ed.wait_generation(g)
     same_as_rg(ed, ["İ", "i", "I", "ı", "İstanbul", "K", "k", "K", "ß", "ẞ", "ss", "ﬁ", "fi", "ſ", "s", "Σ", "ς",
                     "ǅ", "µ", "μ", "Å", "å", "Å"])
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from conftest import wait_for
 from vaultd.query.links import RELATED_OF
 
 
@@ -245,7 +246,9 @@ def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, soc
     line = "x" * 3000 + "[[Deep work]] " * 4000
     (daemon.vault / "notes" / "many.md").write_text("# Many\n\n" + line + "\n")
     (daemon.vault / "notes" / "tagged.md").write_text("# Tagged\n\n" + " ".join(f"#t{i}" for i in range(4000)) + "\n")
-    daemon.wait_generation(g)
+    daemon.wait_generation(g)  # and the other note, if its commit came apart:
+    wait_for(lambda: {"notes/many.md", "notes/tagged.md"} <= {n["path"] for n in daemon.request("list")["notes"]}
+             and not daemon.status()["pending"])
     r = vaultq("--socket", sock, "backlinks", "--format", "vimgrep", "Deep work", cwd=daemon.vault)
     rows = [x for x in r.stdout.splitlines() if x.startswith("notes/many.md:")]
     assert len(rows) == 4000 and len(r.stdout) < 4000 * 1100

@@ -122,9 +122,10 @@ def test_a_file_name_with_colons_and_numbers_is_read_right(editor, ed, tmp_path)
     """`odd/a:1:2:b.md` would be `odd/a` line 1 column 2 to a `%f:%l:%c:%m` reader: the plugin
     reads vaultq's --null rows, so every command lands in that file, on the exact byte."""
     odd = ed.vault / "odd" / "a:1:2:b.md"
+    g = ed.status()["generation"]  # before the write: its commit may come before a status after it
     odd.parent.mkdir()
     odd.write_text("# Zebra\n\n한국어 zebra 줄: [[Deep work]] and [[Nowhere zebra]]\n")
-    ed.wait_generation(ed.status()["generation"])
+    ed.wait_generation(g)
     line = odd.read_text().split("\n")[2]
     col = lambda s: len(line[: line.index(s)].encode()) + 1  # noqa: E731
     rows = run(editor, ed, [
