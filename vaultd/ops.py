@@ -113,6 +113,8 @@ OPS = (
         (("--budget",), {"type": "int", "default": 2000, "help": "at most this much (default 2000)"}),
         (("--unit",), {"choices": ("tokens", "bytes"), "default": "tokens", "help": "what the budget counts"}),
         (("--all",), {"action": "store_true", "help": "the COLD archive too"}),
+        (("--explain",), {"action": "store_true", "help": "say why each item passed (the share of the query's "
+                                                            "weighed words its section holds)"}),
         AFTER_GENERATION, JSON), tool=True),
     Op("read", Cli(
         "a note's text, or part of it (counts as an access)",

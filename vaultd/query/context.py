@@ -333,7 +333,8 @@ PREDICATE = ("는데", "은데", "한지", "인지", "다가", "려고", "려면
 """Endings of a Korean predicate (바꾸는, 바꾸고, 포맷된, 나면, 처리돼): the prompt's phrasing,
 counted only where held, as PLAIN is."""
 
-ENDINGS = ("해주세요", "해줄래", "하려면", "해줘", "해요", "하는", "하기", "하고", "하면", "했던", "했어", "되는",
+ENDINGS = ("해주세요", "해줄래", "하려면", "했더라", "였더라", "해줘", "해요", "하는", "하기", "하고", "하면", "했던", "했어",
+           "했지", "했나", "였지", "되는",
            "으려면", "려면", "인가요", "나요", "는데", "은데", "이야", "해", "한", "할", "된", "돼", "고", "야")
 """Verb endings a Korean word may carry in a prompt (설정하는: 설정), besides particles."""
 
@@ -384,6 +385,15 @@ def core(run: str) -> str:
     return run
 
 
+def predicate(run: str) -> bool:
+    """Whether a Korean word is a predicate by its ending (바꾸는, 바꾸고, 나면): `는` and `은`
+    end a noun too, as its topic (가치관은), so with them only a stem of one or two
+    syllables (a verb's, mostly) is taken for one."""
+    if run.endswith(("는", "은")) and not run.endswith(("는데", "은데")):
+        return len(run) <= 3
+    return run.endswith(PREDICATE)
+
+
 def idle_ko(run: str) -> bool:
     return run in IDLE_KO or core(run) in IDLE_KO or stopwords_ko.is_stop(run)
 
@@ -420,7 +430,7 @@ class Prompt:
                     continue
                 seen.add(c)
                 grams = [c[i : i + 2] for i in range(len(c) - 1)] or [c]
-                self.units.append(Unit(run, (), c, idf(min(df(g, True) for g in grams)), run.endswith(PREDICATE)))
+                self.units.append(Unit(run, (), c, idf(min(df(g, True) for g in grams)), predicate(run)))
             for w in _LATIN.findall(CJK_RUN.sub(" ", bare)):
                 low = w.lower()
                 if low in IDLE or low in seen or len(low) < 2 and not low.isdigit():
@@ -437,7 +447,7 @@ class Prompt:
         if not any(not u.optional for u in self.units):  # nothing but plain words: each counts
             for u in self.units:
                 u.optional = u.optional and not (u.core is None and u.word.lower() in PLAIN) and \
-                    not (u.core is not None and u.word.endswith(PREDICATE))
+                    not (u.core is not None and predicate(u.word))
         self.matcher = Matcher([f for u in self.units for f in u.forms], [])
 
     def __bool__(self) -> bool:
