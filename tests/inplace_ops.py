@@ -216,7 +216,7 @@ class Rounds:
             old = f.read_bytes()
             new = TOKEN.sub(lambda m: new_token(r), old.decode()).encode() if tokens_of(old) else note_text(r, 1)
             ex.written |= tokens_of(new)
-            gap = r.uniform(0.3, 0.9) if kind == "gap-rewrite" else r.choice(PAUSES)
+            gap = r.uniform(0.32, 0.6) if kind == "gap-rewrite" else r.choice(PAUSES)
             with open(f, "wb") as out:  # truncated here
                 out.flush()
                 if gap:
