@@ -287,8 +287,8 @@ class Daemon:
         return self.log.finish() if self.proc.poll() is not None else self.log.text()
 
     def report(self) -> str:
-        """The last lines of every run's log, for a failed test's report."""
-        runs = [*self.earlier_logs, self.output()]
+        """The last lines of every run's log as read so far (no wait), for a failed test's report."""
+        runs = [*self.earlier_logs, self.log.text() if self.log else ""]
         text = "\n".join(f"--- run {i + 1} of {len(runs)} ---\n{r}" for i, r in enumerate(runs))
         lines = text.splitlines()
         cut = f"(the first {len(lines) - LOG_TAIL_LINES} lines left out)\n" if len(lines) > LOG_TAIL_LINES else ""
