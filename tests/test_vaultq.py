@@ -232,8 +232,9 @@ def test_a_big_reply_is_read_in_about_its_length(daemon, sock):
     g = daemon.status()["generation"]
     (daemon.vault / "notes" / "huge.md").write_bytes(b"huge note line of forty bytes, or so..\n" * 500_000)
     daemon.wait_generation(g)
-    small, small_cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/Deep work.md", "--json")
-    r, cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/huge.md", "--json")
+    whole = ("--budget", "10000000")  # read is bounded (8,000 tokens by default): all of it, asked for
+    small, small_cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/Deep work.md", "--json", *whole)
+    r, cpu = vaultq_cpu_seconds("--socket", sock, "read", "notes/huge.md", "--json", *whole)
     assert small.returncode == 0 and r.returncode == 0 and len(json.loads(r.stdout)["text"]) == 19_500_000
     print(f"CPU: {cpu:.3f} s against {small_cpu:.3f} s")
     assert cpu < 20 * small_cpu, (cpu, small_cpu)
@@ -249,13 +250,14 @@ def test_many_links_on_one_line_and_many_tags_in_one_note_stay_cheap(daemon, soc
     daemon.wait_generation(g)  # and the other note, if its commit came apart:
     wait_for(lambda: {"notes/many.md", "notes/tagged.md"} <= {n["path"] for n in daemon.request("list")["notes"]}
              and not daemon.status()["pending"])
-    r = vaultq("--socket", sock, "backlinks", "--format", "vimgrep", "Deep work", cwd=daemon.vault)
+    r = vaultq("--socket", sock, "backlinks", "--format", "vimgrep", "Deep work", "--limit", "100000",  # all
+               cwd=daemon.vault)
     rows = [x for x in r.stdout.splitlines() if x.startswith("notes/many.md:")]
     assert len(rows) == 4000 and len(r.stdout) < 4000 * 1100
     for k in (0, 3999):  # the byte column is still exact
         col = int(rows[k].split(":")[2])
         assert line.encode()[col - 1 :].startswith(b"[[Deep work]]") and col == 3001 + 14 * k
-    r = vaultq("--socket", sock, "tags", "--json")
+    r = vaultq("--socket", sock, "tags", "--json", "--limit", "100000")  # all of them (500 by default)
     tags = {t["tag"]: t for t in json.loads(r.stdout)["tags"]}
     assert all(tags[f"t{i}"]["count"] == 1 for i in range(4000))
     assert sum(1 for i in range(4000) if tags[f"t{i}"]["related"]) == RELATED_OF, "only the first tags are paired"

@@ -64,6 +64,17 @@ def _described(t, text: str):
     return Annotated[t, msgspec.Meta(description=text)]
 
 
+def _limit(op: str, what: str):
+    """A paged operation's `limit` (default ops.LIMITS[op], at most ops.MOST)."""
+    return _described(Annotated[int, msgspec.Meta(ge=1, le=ops.MOST)],
+                      f"At most this many {what} (default {ops.LIMITS[op]}); when there are more, the answer says "
+                      "`more: true` and the `offset` to ask for them (`next`)")
+
+
+Offset = _described(Annotated[int, msgspec.Meta(ge=0)], "Skip this many: the `next` of the answer before (0: from "
+                                                       "the first)")
+
+
 class Search(Request, tag="search"):
     q: _described(str, 'Words to look for. Also: "a phrase", +must, -without, tag:X, title:X, path:folder, '
                        "after:YYYY-MM-DD, before:YYYY-MM; typos are tolerated, Korean matches with its particles")
@@ -103,8 +114,8 @@ class Grep(Request, tag="grep"):
     before: _described(Date | None, "Only notes dated before this day") = None
     case_sensitive: _described(bool, "Case matters (by default it is ignored, as rg -i)") = False
     word: _described(bool, "Whole words only (as rg -w): no word character either side") = False
-    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=100_000)], "At most this many rows (100,000 at most: a reply"
-                      " past that is tens of MB)") = 100_000
+    limit: _limit("grep", "rows") = ops.LIMITS["grep"]
+    offset: Offset = 0
 
 
 class ListNotes(Request, tag="list"):
@@ -112,6 +123,8 @@ class ListNotes(Request, tag="list"):
     path: _described(list[Filter], "Only notes under these folders, relative to the vault (or whose path "
                                    "starts so: journal/2025)") = []
     headings: _described(bool, "Each note with its headings (level, text, line, anchor)") = False
+    limit: _limit("list", "notes") = ops.LIMITS["list"]
+    offset: Offset = 0
 
 
 class Resolve(Request, tag="resolve"):
@@ -146,6 +159,8 @@ class Context(Request, tag="context"):
 
 class Changes(Request, tag="changes"):
     since: _described(Annotated[int, msgspec.Meta(ge=0)], "A generation an earlier answer carried")
+    limit: _limit("changes", "paths (added, then changed, deleted and moved)") = ops.LIMITS["changes"]
+    offset: Offset = 0
 
 
 NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, description=(
@@ -155,15 +170,21 @@ NoteName = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, descriptio
 
 class Backlinks(Request, tag="backlinks"):
     note: NoteName
+    limit: _limit("backlinks", "links") = ops.LIMITS["backlinks"]
+    offset: Offset = 0
 
 
 class Links(Request, tag="links"):
     note: NoteName
+    limit: _limit("links", "links") = ops.LIMITS["links"]
+    offset: Offset = 0
 
 
 class Graph(Request, tag="graph"):
     note: NoteName
     depth: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+    limit: _limit("graph", "notes (each with the edges that leave it)") = ops.LIMITS["graph"]
+    offset: Offset = 0
 
 
 class Broken(Request, tag="broken"):
@@ -179,7 +200,8 @@ class Problems(Request, tag="problems"):
 
 
 class Tags(Request, tag="tags"):
-    """No arguments."""
+    limit: _limit("tags", "tags") = ops.LIMITS["tags"]
+    offset: Offset = 0
 
 
 class Read(Request, tag="read"):
@@ -187,6 +209,11 @@ class Read(Request, tag="read"):
     lines: _described(Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
                       | None, "Only lines [A, B] (1-based, inclusive; of the section, with `heading`)") = None
     heading: _described(str | None, "Only the section under this heading (its text, anchor or custom id)") = None
+    budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)],
+                       f"At most this much text, in `unit` (default {ops.READ_BUDGET}): a longer text is cut at a "
+                       "whole line, and the answer's `next` says the `lines` to ask for the rest") = ops.READ_BUDGET
+    unit: _described(Literal["tokens", "bytes"], "What the budget counts: tokens (estimated, as for context) or "
+                                                 "bytes") = "tokens"
 
 
 class Pin(Request, tag="pin"):
@@ -202,11 +229,14 @@ class Pins(Request, tag="pins"):
 
 
 class Hot(Request, tag="hot"):
-    """No arguments."""
+    limit: _limit("hot", "notes") = ops.LIMITS["hot"]
+    offset: Offset = 0
 
 
 class Recent(Request, tag="recent"):
     days: _described(Annotated[float, msgspec.Meta(gt=0)], "How many days back") = 7.0
+    limit: _limit("recent", "notes") = ops.LIMITS["recent"]
+    offset: Offset = 0
 
 
 class Split(Request, tag="split"):
@@ -301,23 +331,37 @@ class SearchReply(Reply):
     vaults: list[dict] | UnsetType = UNSET
 
 
+class Page(Reply):
+    """A paged answer: `total` items in all, these from `offset` on; `more` when some are left
+    past them, and `next` the `offset` that asks for them (null: none left)."""
+
+    total: int
+    offset: int
+    more: bool
+    next: int | None
+
+
 class GrepReply(Reply):
     """Of several vaults: each row has its `vault` (name), and `vaults` says each vault's
-    (name, vault: its folder, total, generation)."""
+    (name, vault: its folder, total, generation). `total`: the rows given (`notes`: the notes
+    they are in); `more` (and `truncated`, its older name) when rows are left past them, from
+    `next` on (an `offset`)."""
 
     query: str
     words: list[str]
     total: int
     notes: int
     truncated: bool
+    offset: int
+    more: bool
+    next: int | None
     took_ms: float
     generation: int
     matches: list[dict]
     vaults: list[dict] | UnsetType = UNSET
 
 
-class ListReply(Reply):
-    total: int
+class ListReply(Page):
     notes: list[dict]
 
 
@@ -358,7 +402,10 @@ class ContextReply(Reply):
     vaults: list[dict] | UnsetType = UNSET
 
 
-class ChangesReply(Reply):
+class ChangesReply(Page):
+    """The paths in one list, paged: `added`, then `changed`, `deleted` and `moved` (each
+    sorted); a page gives its part of each."""
+
     generation: int
     since: int
     reset: bool
@@ -368,19 +415,21 @@ class ChangesReply(Reply):
     moved: list[list[str]]
 
 
-class BacklinksReply(Reply):
+class BacklinksReply(Page):
     note: str
     title: str
     backlinks: list[dict]
 
 
-class LinksReply(Reply):
+class LinksReply(Page):
     note: str
     title: str
     links: list[dict]
 
 
-class GraphReply(Reply):
+class GraphReply(Page):
+    """`nodes` paged (`total` of them), each page with the `edges` that leave its nodes."""
+
     note: str
     depth: int
     nodes: list[dict]
@@ -400,17 +449,25 @@ class ProblemsReply(Reply):
     problems: list[dict]
 
 
-class TagsReply(Reply):
+class TagsReply(Page):
     tags: list[dict]
 
 
 class ReadReply(Reply):
+    """Lines `first`-`last` of the note (`total_lines`). `more`: the text asked for was cut
+    at a whole line to stay within the budget, and `next` is the `lines` to ask (with the same
+    `heading`, if any) for the rest; `line_cut`: a line longer alone than the budget, given in
+    part (its first characters). `truncated`: the file is over the size cap."""
+
     path: str
     title: str
     first: int
     last: int
     total_lines: int
     truncated: bool
+    more: bool
+    next: list[int] | None
+    line_cut: int | None
     text: str
 
 
@@ -424,11 +481,11 @@ class PinsReply(Reply):
     pins: list[dict]
 
 
-class HotReply(Reply):
+class HotReply(Page):
     hot: list[dict]
 
 
-class RecentReply(Reply):
+class RecentReply(Page):
     days: float
     recent: list[dict]
 
@@ -570,13 +627,15 @@ class Operations:
         literal and match inside longer words (`word`: whole words only); case is ignored unless
         `case_sensitive`; lines end at LF. For one word, the lines `rg --vimgrep -i WORD` gives."""
         return self.vault.grep(req.q, req.tag, req.path, req.after, req.before, req.case_sensitive, req.word,
-                               req.limit)
+                               req.limit, req.offset)
 
     @replies(ListReply)
     def list(self, req: ListNotes) -> dict:
         """Every note, by path (those with these tags, under these folders): its title, aliases, Denote
-        identifier, tags and date; with `headings`, its headings."""
-        return self.vault.note_list(req.tag, req.path, req.headings)
+        identifier, tags and date; with `headings`, its headings. Paged: `limit` notes from `offset`."""
+        res = self.vault.note_list(req.tag, req.path, req.headings)
+        notes, fields = page(res["notes"], req.offset, req.limit)
+        return {**fields, "notes": notes}
 
     @replies(ResolveReply)
     def resolve(self, req: Resolve) -> dict:
@@ -599,40 +658,59 @@ class Operations:
 
     @replies(ReadReply)
     def read(self, req: Read) -> dict:
-        """A note's text, or the lines of one section or range of it, with the line numbers it spans."""
-        return self.vault.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent)
+        """A note's text, or the lines of one section or range of it, with the line numbers it spans, within a
+        budget: a longer text is cut at a whole line (`more`), and `next` is the `lines` to ask for the rest."""
+        return self.vault.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent,
+                               budget=req.budget, unit=req.unit)
 
     @replies(BacklinksReply)
     def backlinks(self, req: Backlinks) -> dict:
-        """Links into a note, each with the file, line and the text of the line it stands on."""
-        return self.vault.backlinks(req.note)
+        """Links into a note, each with the file, line and the text of the line it stands on; paged: `limit`
+        links from `offset`."""
+        res = self.vault.backlinks(req.note, slice(req.offset, req.offset + req.limit))
+        return {**res, **_page_fields(res.pop("total"), req.offset, len(res["backlinks"]))}
 
     @replies(LinksReply)
     def links(self, req: Links) -> dict:
-        """Links out of a note: where each leads (path and line), or why it is broken."""
-        return self.vault.links(req.note)
+        """Links out of a note: where each leads (path and line), or why it is broken; paged: `limit` links
+        from `offset`."""
+        res = self.vault.links(req.note, slice(req.offset, req.offset + req.limit))
+        return {**res, **_page_fields(res.pop("total"), req.offset, len(res["links"]))}
 
     @replies(GraphReply)
     def graph(self, req: Graph) -> dict:
-        """The notes around a note, both directions, up to `depth` links away."""
-        return self.vault.neighbourhood(req.note, req.depth)
+        """The notes around a note, both directions, up to `depth` links away; paged: `limit` notes from
+        `offset`, each page with the edges that leave its notes."""
+        res = self.vault.neighbourhood(req.note, req.depth)
+        nodes, fields = page(res["nodes"], req.offset, req.limit)
+        at = {n["path"]: i for i, n in enumerate(res["nodes"])}
+        end = req.offset + len(nodes)
+        edges = [e for e in res["edges"] if req.offset <= at.get(e[0], 0) < end]
+        return {**res, **fields, "nodes": nodes, "edges": edges}
 
     @replies(HotReply)
     def hot(self, req: Hot) -> dict:
         """The HOT working set, best first, and why each note is in it (pinned, a hot tag, changed lately, read
-        often)."""
-        return self.vault.hot()
+        often); paged: `limit` notes from `offset`."""
+        hot, fields = page(self.vault.hot()["hot"], req.offset, req.limit)
+        return {**fields, "hot": hot}
 
     @replies(RecentReply)
     def recent(self, req: Recent) -> dict:
-        """Notes changed in the last days, newest first."""
-        return self.vault.recent(req.days)
+        """Notes changed in the last days, newest first; paged: `limit` notes from `offset`."""
+        res = self.vault.recent(req.days)
+        recent, fields = page(res["recent"], req.offset, req.limit)
+        return {**res, **fields, "recent": recent}
 
     @replies(ChangesReply)
     def changes(self, req: Changes) -> dict:
         """Notes added, changed, deleted and moved since an index generation (every answer carries the
-        generation it reflects)."""
-        return self.vault.changes(req.since)
+        generation it reflects); paged: `limit` paths from `offset`, of the added, then the changed, deleted
+        and moved (ask every page with the same `since`, then changes since the first page's generation)."""
+        res = self.vault.changes(req.since)
+        kinds = ("added", "changed", "deleted", "moved")
+        got, fields = page([(k, p) for k in kinds for p in res[k]], req.offset, req.limit)
+        return {**res, **fields, **{k: [p for kind, p in got if kind == k] for k in kinds}}
 
     @replies(PinReply)
     def pin(self, req: Pin) -> dict:
@@ -680,8 +758,10 @@ class Operations:
 
     @replies(TagsReply)
     def tags(self, req: Tags) -> dict:
-        """Every tag, its count and the tags most often beside it."""
-        return self.vault.tags()
+        """Every tag, its count and the tags most often beside it, most used first; paged: `limit` tags from
+        `offset`."""
+        tags, fields = page(self.vault.tags()["tags"], req.offset, req.limit)
+        return {**fields, "tags": tags}
 
     @replies(SplitReply)
     def split(self, req: Split) -> dict:
@@ -750,8 +830,13 @@ class Vaults:
     def pick(self, req: Request) -> Operations:
         """The vault named by `vault` (its name, else its folder); else the one that holds the
         note the request names by an absolute path (`note`, `from`: an editor's buffer), or
-        the asker's folder (`paths`); else the first. A name that is none of them: QueryError `unknown_vault`, listing them."""
+        the asker's folder (`paths`); else the first. A note named by an absolute path inside a
+        served vault is always that vault's (a path a search of every vault gave is read
+        through any face, whichever vault it was started for). A name that is none of them:
+        QueryError `unknown_vault`, listing them."""
         here = req.paths if os.path.isabs(req.paths) else None  # the asker's folder (vaultq sends it)
+        if (held := self._holder(getattr(req, "note", None))) is not None:
+            return held  # a note named by its absolute path is its own vault's, whatever `vault` says
         if req.vault is not None:
             want = req.vault.rstrip("/") or "/"
             for o in self.served:
@@ -776,6 +861,13 @@ class Vaults:
                             return o
         return self.served[0]
 
+    def _holder(self, note: object) -> Operations | None:
+        """The served vault whose folder holds `note`, an absolute path (one a search of every
+        vault gave); None for anything else."""
+        if not (isinstance(note, str) and os.path.isabs(note) and (real := _real(note))):
+            return None
+        return next((o for o in self.served if real.startswith(o.vault._root + os.sep)), None)
+
     def _search_all(self, req: Search) -> dict:
         """Every vault's best `limit` hits, merged into one list of `limit` (see `merged`)."""
         one = msgspec.structs.replace(req, all_vaults=False, after_generation=None)
@@ -789,14 +881,18 @@ class Vaults:
             "generation": first["generation"], "hits": hits, "vaults": _each(answers, "total")})
 
     def _grep_all(self, req: Grep) -> dict:
-        """Every vault's rows, a vault after another (as rg over several folders), `limit` in all."""
-        answers = [(o, o.result(req)) for o in self.served]
+        """Every vault's rows, a vault after another (as rg over several folders), `limit` in all
+        from `offset`."""
+        want = min(ops.MOST, req.offset + req.limit)
+        answers = [(o, o.result(msgspec.structs.replace(req, offset=0, limit=want))) for o in self.served]
         rows = [{**m, "vault": o.name} for o, r in answers for m in r["matches"]]
+        got = rows[req.offset : req.offset + req.limit]
+        more = len(rows) > req.offset + req.limit or any(r["more"] for _, r in answers)
         first = answers[0][1]
         return _indexing(answers, {
-            "query": first["query"], "words": first["words"], "total": sum(r["total"] for _, r in answers),
-            "notes": sum(r["notes"] for _, r in answers), "matches": rows[: req.limit],
-            "truncated": len(rows) > req.limit or any(r["truncated"] for _, r in answers),
+            "query": first["query"], "words": first["words"], "total": len(got),
+            "notes": len({(m["vault"], m["path"]) for m in got}), "matches": got, "truncated": more,
+            "offset": req.offset, "more": more, "next": req.offset + len(got) if more else None,
             "took_ms": round(sum(r["took_ms"] for _, r in answers), 2), "generation": first["generation"],
             "vaults": _each(answers, "total")})
 
@@ -838,6 +934,19 @@ class Vaults:
         return _indexing(answers, {"query": req.q, "budget": req.budget, "unit": req.unit, "used": used,
                                    "generation": answers[0][1]["generation"], "items": items,
                                    "vaults": _each(answers)})
+
+
+def page(items: list, offset: int, limit: int) -> tuple[list, dict]:
+    """items[offset:offset + limit], and the fields that say so (see Page)."""
+    got = items[offset : offset + limit]
+    return got, _page_fields(len(items), offset, len(got))
+
+
+def _page_fields(total: int, offset: int, shown: int) -> dict:
+    """A Page's fields: `shown` items from `offset` of `total`."""
+    end = offset + shown
+    more = end < total
+    return {"total": total, "offset": offset, "more": more, "next": end if more else None}
 
 
 def _each(answers: list, *keys: str) -> list[dict]:

@@ -63,7 +63,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path
 
-from . import __version__
+from . import __version__, ops
 from .client import Client, RequestFailed
 from .errors import DaemonUnavailable
 from .note import Heading, Link, headings_of
@@ -113,6 +113,16 @@ class _Session:
 
     def ask(self, op: str, **args) -> dict:
         return self.client.request(op, paths="absolute", **self.extra, **args)
+
+    def every(self, op: str, key: str, **args) -> dict:
+        """`op`'s answer with every item of its paged list `key` (ops.LIMITS), asked page after
+        page, as many as a page may hold: references and completion want all of them."""
+        res = self.ask(op, limit=ops.MOST, **args)
+        items = res[key]
+        while res["more"]:
+            res = self.ask(op, limit=ops.MOST, offset=res["next"], **args)
+            items += res[key]
+        return {**res, key: items}
 
 
 # -- the buffer: its text through vaultd's own parser ------------------------------------
@@ -768,14 +778,14 @@ def definition(ls: VaultServer, params: t.DefinitionParams):
     return None
 
 
-def _ask(ls: VaultServer, near: str, op: str, **args) -> dict | None:
-    """One request to the daemon for the file `near`; None when it is down or the request
-    fails (said to the user)."""
+def _ask(ls: VaultServer, near: str, op: str, every: str | None = None, **args) -> dict | None:
+    """One request to the daemon for the file `near` (with `every`, the name of its paged
+    list: all its pages); None when it is down or the request fails (said to the user)."""
     with ls.session(near) as s:
         if s is None:
             return None
         try:
-            return s.ask(op, **args)
+            return s.every(op, every, **args) if every else s.ask(op, **args)
         except RequestFailed as e:
             ls.failed(e)
             return None
@@ -811,7 +821,7 @@ def references(ls: VaultServer, params: t.ReferenceParams):
         if s is None:
             return None
         try:
-            items = s.ask("backlinks", note=note)["backlinks"]
+            items = s.every("backlinks", "backlinks", note=note)["backlinks"]
         except RequestFailed as e:
             ls.failed(e)
             return []
@@ -976,7 +986,7 @@ def _edit(ls: VaultServer, buf: Buffer, line: int, a: int, b: int, text: str) ->
 
 
 def _tag_completion(ls, buf, line, a, b):
-    if (res := _ask(ls, buf.path, "tags")) is None:
+    if (res := _ask(ls, buf.path, "tags", every="tags")) is None:
         return None
     tags = res["tags"]
     return t.CompletionList(is_incomplete=False, items=[
@@ -1048,7 +1058,7 @@ def _target_path(ls: VaultServer, buf: Buffer, raw: str) -> str | None:
 def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
     """Notes to offer as link targets for what was typed (their title, an alias, file name or
     Denote identifier holds it; those that begin with it first): path, title, aliases, id."""
-    if (res := _ask(ls, buf.path, "list")) is None:
+    if (res := _ask(ls, buf.path, "list", every="notes")) is None:
         return None
     notes = res["notes"]
     want = typed.strip().casefold()

@@ -5,9 +5,17 @@ operation (the rows of ops.OPS marked `tool`): its description is its method's d
 and its input schema its request type's (api.py; `msgspec.json.schema`, less the envelope
 fields the face sets itself), its arguments are checked by decoding them into that type,
 and its answer is the daemon's own, asked with `paths: "absolute"` and `agent: true`: the
-same data as structured content, and as text that cites every line as `path:line`. So an
-operation becomes a tool by `tool=True` in its row (a text form in TEXT reads better than
-the JSON fallback).
+same data as structured content (less the note text the text gives: see `structured`), and
+as text that cites every line as `path:line` and says how to ask for the rest of a paged
+answer. So an operation becomes a tool by `tool=True` in its row (a text form in TEXT reads
+better than the JSON fallback).
+
+The tool list is fixed (`listChanged` false): `remember` is listed whether or not the user
+turned capture on, and answers "remember is off ..." (how to turn it on) while it is off. A
+list that changed with the daemon's config would change under clients that read it once (most
+do), and would change when the daemon is down or restarted with another config; a model that
+sees the tool, with a description saying it is off unless the user turned it on, and an answer
+that says so, can tell the user, where a tool that vanished says nothing.
 
 The daemon is found as vaultq finds it (--socket, $VAULTD_SOCKET, --vault, the vault
 around the current folder, the only one running), afresh at each call: when it is down a
@@ -60,7 +68,9 @@ Use `context` to load what the notes say about a topic within a token budget, `s
 (ranked, with their best lines), `read` for a note's exact lines or one section, `backlinks`/`links`
 to follow the link graph, `hot` and `recent` for what the user works on now, and `changes` to see
 what changed since an earlier answer's generation. Every path is absolute and every cited line is
-path:line, so you can open the file itself. Reading here never changes a note. `remember` keeps a
+path:line, so you can open the file itself. Reading here never changes a note. Every answer is
+bounded (read: a token budget, cut at a whole line; lists: a count): when there is more, it says
+`more: true` and how to ask for the rest (read's `lines`, a list's `offset`). `remember` keeps a
 short fact for later sessions (when the user turned capture on); it is not written when the notes
 already hold it, and the answer says where."""
 
@@ -95,8 +105,9 @@ def description(op: str) -> str:
     return api.TABLE[op].doc
 
 
-def tools(capture: bool = True) -> list[types.Tool]:
-    """The tools; `remember` only with `capture` (the daemon's capture is on)."""
+def tools() -> list[types.Tool]:
+    """The tools: always the same (see the module's docstring: `remember` too, which answers
+    that capture is off while it is)."""
     return [
         types.Tool(
             name=op,
@@ -105,17 +116,8 @@ def tools(capture: bool = True) -> list[types.Tool]:
             annotations=types.ToolAnnotations(read_only_hint=op not in WRITES, destructive_hint=False,
                                               idempotent_hint=True, open_world_hint=False),
         )
-        for op in TOOLS if capture or op != "remember"
+        for op in TOOLS
     ]
-
-
-async def capture_on(daemon: Daemon) -> bool:
-    """Whether the daemon's agent capture is on (`remember` is listed); a daemon that does
-    not answer lists it too (its calls then say how to start the daemon)."""
-    try:
-        return (await daemon.ask_async("status", {})).get("capture") is not None
-    except (DaemonUnavailable, RequestFailed):
-        return True
 
 
 def _clean(v):
@@ -236,7 +238,22 @@ def _context(res: dict) -> str:
 def _read(res: dict) -> str:
     cut = (f"\n(the file is over the size cap: only its first {res['total_lines']} lines were read)"
            if res.get("truncated") else "")
+    if res.get("line_cut"):
+        cut += (f"\n(line {res['line_cut']} is longer alone than the budget: only its first part is shown; a bigger "
+                "`budget` shows all of it)")
+    if res.get("more"):
+        a, b = res["next"]
+        cut += (f"\n(cut after line {res['last']} of {res['total_lines']} to stay within the budget: call read with "
+                f"lines [{a}, {b}] and the same note and heading for the rest, or a bigger `budget`)")
     return f"## {res['path']}:{res['first']}-{res['last']} {res['title']}\n{res['text']}{cut}"
+
+
+def _more(res: dict, what: str) -> str:
+    """The line that says which part of a paged answer this is, and how to ask for the rest."""
+    if not res.get("more"):
+        return ""
+    return (f"\n({res['next'] - res['offset']} of {res['total']} {what} shown, from offset {res['offset']}: call "
+            f"again with offset {res['next']} for the next ones)")
 
 
 def _where(link: dict) -> str:
@@ -248,15 +265,15 @@ def _where(link: dict) -> str:
 
 
 def _backlinks(res: dict) -> str:
-    head = f"{len(res['backlinks'])} links into {res['note']} ({res['title']})"
+    head = f"{res['total']} links into {res['note']} ({res['title']})"
     return "\n".join([head] + [f"{b['path']}:{b['line']}:{b['byte_col']}: {b.get('text', b['raw']).strip()}"
-                               for b in res["backlinks"]])
+                               for b in res["backlinks"]]) + _more(res, "links")
 
 
 def _links(res: dict) -> str:
-    head = f"{len(res['links'])} links out of {res['note']} ({res['title']})"
+    head = f"{res['total']} links out of {res['note']} ({res['title']})"
     return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['byte_col']}: {ln['raw']} -> {_where(ln)}"
-                               for ln in res["links"]])
+                               for ln in res["links"]]) + _more(res, "links")
 
 
 def _resolve(res: dict) -> str:
@@ -281,7 +298,7 @@ def _listing(key: str, empty: str):
             else:
                 extra = ""
             lines.append(f"{it['path']}  {it['title']}{extra}")
-        return "\n".join(lines) or empty
+        return ("\n".join(lines) or empty) + _more(res, "notes")
     return text
 
 
@@ -292,7 +309,8 @@ def _changes(res: dict) -> str:
         out += [f"{mark} {p}" for p in res[key]]
     out += [f"R {old} -> {new}" for old, new in res["moved"]]
     out.append(f"now at generation {res['generation']}")
-    return "\n".join(out)
+    return "\n".join(out) + _more(res, "paths") + (
+        " (the same `since` for every page; then ask changes since this generation)" if res.get("more") else "")
 
 
 def _pin(res: dict) -> str:
@@ -340,8 +358,7 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
     model can act on (bad arguments, no such note, the daemon down and how to start it).
     `client`: the MCP client's name, the source of what it remembers unless it says one."""
     if op not in TOOLS:
-        return _error(f"unknown tool {op!r}: the tools are {', '.join(t for t in TOOLS if t != 'remember')} "
-                      "(and remember, while the daemon's capture is on)")
+        return _error(f"unknown tool {op!r}: the tools are {', '.join(TOOLS)}")
     try:
         args = request_args(op, arguments)
     except BadArguments as e:
@@ -358,7 +375,17 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
         return _error(e.message if e.code in plain else f"{e.code}: {e.message}")
     except Exception as e:  # every call is answered: an exception here left the client waiting for good
         return _error(f"internal: {type(e).__name__}: {e}")
-    return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=res)
+    return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=structured(res))
+
+
+def structured(res: dict) -> dict:
+    """An answer as structured content: all of it but the note text the text content gives
+    whole (read's `text`, each context item's), which would double the answer: its
+    provenance (path, lines) and paging stay."""
+    res = {k: v for k, v in res.items() if k != "text"}
+    if isinstance(res.get("items"), list):
+        res["items"] = [{k: v for k, v in it.items() if k != "text"} for it in res["items"]]
+    return res
 
 
 # -- resources: notes as file:// URIs ---------------------------------------------------
@@ -405,8 +432,13 @@ async def read_resource(daemon: Daemon, uri: str) -> types.ReadResourceResult:
         raise MCPError(types.INTERNAL_ERROR, str(e)) from None
     except RequestFailed as e:
         raise MCPError(types.INVALID_PARAMS, e.message, {"uri": uri}) from None
-    return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, text=res["text"], mime_type=_mime(res["path"]))])
+    text = res["text"]
+    if res["more"]:  # bounded as the read tool is: said at its end
+        a, b = res["next"]
+        text += (f"\n\n(vaultd: cut after line {res['last']} of {res['total_lines']} to stay within "
+                 f"{ops.READ_BUDGET} tokens; the read tool with lines [{a}, {b}] "
+                 "gives the rest)")
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=_mime(res["path"]))])
 
 
 # -- lines the transport could not read ---------------------------------------------------
@@ -494,7 +526,7 @@ def build(socket: str | None = None, vault: str | None = None) -> Server:
     daemon = Daemon(socket, vault)
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools(await capture_on(daemon)))
+        return types.ListToolsResult(tools=tools())
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         info = getattr(getattr(ctx.session, "client_params", None), "client_info", None)

@@ -61,6 +61,29 @@ TAG = (("--tag",), {"action": "append", "default": [], "help": "only notes with 
 PATH = (("--path",), {"action": "append", "default": [], "help": "only notes under this folder (repeatable)"})
 
 
+LIMITS = {"list": 1000, "grep": 1000, "backlinks": 100, "links": 100, "graph": 200, "tags": 500, "hot": 100,
+          "recent": 100, "changes": 500}
+"""Each paged operation's default `limit`: its answer holds at most this many items (rows,
+links, notes, tags, paths), from `offset` on, and says `more` (true when there are more) and
+`next` (the `offset` to ask for them). Every face reads it from here: the request types
+(api.py), vaultq's --limit, the MCP tools' schemas, the README."""
+
+MOST = 100_000
+"""The largest `limit` a paged operation takes (grep's rows too): a bigger answer is paged."""
+
+READ_BUDGET = 8000
+"""`read`'s default budget, in tokens (about 28 KB of English; `unit: bytes` counts bytes): a
+longer text is cut at a whole line, and the answer's `next` says which lines to ask for the rest."""
+
+
+def paged(op: str, what: str) -> tuple[tuple[tuple[str, ...], dict], ...]:
+    """-n/--limit and --offset of a paged operation (see LIMITS)."""
+    return ((("-n", "--limit"), {"type": "int", "default": LIMITS[op], "metavar": "N",
+                                 "help": f"at most N {what} (default {LIMITS[op]}; at most {MOST})"}),
+            (("--offset",), {"type": "int", "default": 0, "metavar": "K",
+                             "help": f"skip the first K {what}: the next page (vaultq says where it starts)"}))
+
+
 def fmt(*choices: str, default: str = "human") -> tuple[tuple[str, ...], dict]:
     """--format: human, or one of `choices`. Columns (see README "Editors"): vimgrep's are 1-based
     bytes (as rg --vimgrep), emacs's 1-based characters, grep has none."""
@@ -89,7 +112,7 @@ OPS = (
                                                               "every one"}),
         (("-s", "--case-sensitive"), {"action": "store_true", "help": "case matters (default: ignored)"}),
         (("-w", "--word"), {"action": "store_true", "help": "whole words only (as rg -w)"}),
-        (("-n", "--limit"), {"type": "int", "default": 100_000, "help": "at most this many rows (default 100000)"}),
+        *paged("grep", "rows"),
         JSON, fmt("paths", "vimgrep", "emacs", "grep", default="vimgrep"), NULL, TAG, PATH,
         (("--after",), {"type": "date", "help": "only notes dated on or after YYYY[-MM[-DD]]"}),
         (("--before",), {"type": "date", "help": "only notes dated before YYYY[-MM[-DD]]"}))),
@@ -97,7 +120,7 @@ OPS = (
         "every note: its path, title, aliases, Denote identifier and tags",
         TAG, PATH,
         (("--headings",), {"action": "store_true", "help": "with each note's headings (--json)"}),
-        JSON, fmt("paths", "vimgrep", "emacs", "grep"), NULL)),
+        *paged("list", "notes"), JSON, fmt("paths", "vimgrep", "emacs", "grep"), NULL)),
     Op("resolve", Cli(
         "where a link goes: the note, its line and heading; or why it is broken",
         (("link",), {"metavar": "LINK", "help": "a link as written ([[Note#Heading]], [t](x.md#a), "
@@ -121,25 +144,29 @@ OPS = (
         (("note",), {"metavar": "NOTE"}),
         (("--lines",), {"metavar": "A:B", "help": "only lines A to B (1-based, inclusive)"}),
         (("--heading",), {"metavar": "H", "help": "only the section under heading H"}),
+        (("--budget",), {"type": "int", "default": READ_BUDGET,
+                         "help": f"at most this much, cut at a whole line (default {READ_BUDGET})"}),
+        (("--unit",), {"choices": ("tokens", "bytes"), "default": "tokens", "help": "what the budget counts"}),
         JSON), tool=True),
-    Op("backlinks", Cli("links into NOTE, with the line each stands on", NOTE, JSON,
+    Op("backlinks", Cli("links into NOTE, with the line each stands on", NOTE, *paged("backlinks", "links"), JSON,
                         fmt("paths", "vimgrep", "emacs", "grep"), NULL), tool=True),
-    Op("links", Cli("links out of NOTE: where each leads, or why it is broken", NOTE, JSON,
+    Op("links", Cli("links out of NOTE: where each leads, or why it is broken", NOTE, *paged("links", "links"), JSON,
                     fmt("paths", "vimgrep", "emacs", "grep"), NULL), tool=True),
     Op("graph", Cli(
         "notes around NOTE, both directions",
         (("note",), {"metavar": "NOTE"}),
         (("-d", "--depth"), {"type": "int", "default": 1, "help": "how many links away (1-5, default 1)"}),
-        JSON, fmt("paths", "dot"))),
-    Op("hot", Cli("the HOT working set, with why each note is in it", JSON, fmt("paths")), tool=True),
+        *paged("graph", "notes"), JSON, fmt("paths", "dot"))),
+    Op("hot", Cli("the HOT working set, with why each note is in it", *paged("hot", "notes"), JSON, fmt("paths")),
+       tool=True),
     Op("recent", Cli(
         "notes changed in the last days",
         (("--days",), {"type": "days", "default": 7.0, "help": "how many days back (default 7)"}),
-        JSON, fmt("paths")), tool=True),
+        *paged("recent", "notes"), JSON, fmt("paths")), tool=True),
     Op("changes", Cli(
         "notes added, changed, moved and deleted since generation G",
         (("--since",), {"type": "int", "required": True, "metavar": "G"}),
-        JSON), tool=True),
+        *paged("changes", "paths"), JSON), tool=True),
     Op("pin", Cli("keep NOTE in the HOT set", (("note",), {"metavar": "NOTE"}), JSON), tool=True, writes=True),
     Op("unpin", Cli("stop pinning NOTE", (("note",), {"metavar": "NOTE"}), JSON), tool=True, writes=True),
     Op("status", Cli("what the daemon is doing", JSON), tool=True),
@@ -148,7 +175,7 @@ OPS = (
     Op("orphans", Cli("notes nothing links to and that link nowhere", JSON, fmt("paths", "vimgrep"))),
     Op("problems", Cli("notes indexed with a problem (bad front matter, not UTF-8, binary, past the size cap), "
                        "each with what it is", JSON, fmt("paths", "vimgrep"))),
-    Op("tags", Cli("each tag, its count and the tags that share notes with it", JSON)),
+    Op("tags", Cli("each tag, its count and the tags that share notes with it", *paged("tags", "tags"), JSON)),
     Op("split", Cli(
         "split an oversized note into a hub and parts (or list, history, undo)",
         (("note",), {"metavar": "NOTE", "nargs": "?"}),

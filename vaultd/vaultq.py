@@ -69,13 +69,24 @@ def _parser(only: str | None = None, helps: bool = True):  # -> argparse.Argumen
     p = argparse.ArgumentParser(prog="vaultq", description="Query a running vaultd over its Unix socket.",
                                 formatter_class=fmt, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"vaultq {__version__}")
-    p.add_argument("--socket", help="socket path (default: $VAULTD_SOCKET, else the daemon of the vault around the current folder, else the only one running)")
-    p.add_argument("--vault", metavar="DIR|NAME", help="ask this vault (a folder, or its name in the daemon's "
-                                                      "`vaults`), of the daemon that serves it")
+    def where(parser, after: bool = False) -> None:  # before the command, and after it too (as hooks write it)
+        hidden = {"default": argparse.SUPPRESS} if after else {}  # after: only when given, not over the one before
+        parser.add_argument("--socket", **hidden, help="socket path (default: $VAULTD_SOCKET, else the daemon of "
+                                                       "the vault around the current folder, else the only one running)")
+        parser.add_argument("--vault", metavar="DIR|NAME", **hidden, help="ask this vault (a folder, or its name in "
+                                                                          "the daemon's `vaults`), of the daemon that "
+                                                                          "serves it")
+
+    where(p)
     subparsers = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, **kwargs):
-        return subparsers.add_parser(name, formatter_class=fmt, **kwargs) if only in (None, name) else _Skipped()
+        if only not in (None, name):
+            return _Skipped()
+        s = subparsers.add_parser(name, formatter_class=fmt, **kwargs)
+        if name not in ("completion", "man"):
+            where(s, after=True)
+        return s
 
     types = {"int": int, "float": float, "date": _date, "days": _days, "col": _col}
     for op in OPS:
@@ -380,8 +391,9 @@ def print_grep(res: dict, fmt: str, null: bool = False) -> None:
                 w(("\n" if last is not None else "") + (f"\033[35m{m['path']}\033[0m" if color else m["path"]) + "\n")
                 last = m["path"]
             w(f"{m['line']}:{m['byte_col']}:{m['text']}\n")
-    if res["truncated"]:
-        print(f"vaultq: only the first {res['total']} matches (--limit)", file=sys.stderr)
+    if res["more"]:
+        print(f"vaultq: {res['total']} matches shown, from the {_nth(res['offset'] + 1)}; there are more: "
+              f"--offset {res['next']} for the next ones (or a bigger --limit)", file=sys.stderr)
 
 
 def _dot(s: str) -> str:
@@ -493,7 +505,7 @@ def _run(c: _Asker, args) -> int:
         extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
                                    ("before", args.before), ("case_sensitive", args.case_sensitive),
                                    ("word", args.word)) if v}
-        res = c.request("grep", q=" ".join(args.query), limit=args.limit, **extra)
+        res = c.request("grep", q=" ".join(args.query), **_page(args), **extra)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
         return EXIT_OK if res["matches"] else EXIT_NONE
     if cmd == "search":
@@ -537,7 +549,8 @@ def _run(c: _Asker, args) -> int:
                       file=sys.stderr)
         return EXIT_OK if res["items"] else EXIT_NONE
     if cmd == "changes":
-        res = c.request("changes", since=args.since)
+        res = c.request("changes", since=args.since, **_page(args))
+        _say_more(res, "paths", args)
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
         else:
@@ -621,19 +634,30 @@ def _run(c: _Asker, args) -> int:
         except ValueError as e:
             print(f"vaultq: {e}", file=sys.stderr)
             return EXIT_USAGE
-        res = c.request("read", note=args.note, lines=lines, heading=args.heading)
+        res = c.request("read", note=args.note, lines=lines, heading=args.heading, budget=args.budget, unit=args.unit)
         print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"], end="" if res["text"].endswith("\n") else "\n")
         if res.get("truncated") and not args.json:
             print(f"vaultq: {res['path']} is over the size cap (index.max_file_mb): only its first "
                   f"{res['total_lines']} lines were read", file=sys.stderr)
+        if res["line_cut"] and not args.json:
+            print(f"vaultq: line {res['line_cut']} is longer alone than --budget {args.budget} {args.unit}: only its "
+                  "first part is shown (a bigger --budget shows all of it)", file=sys.stderr)
+        if res["more"] and not args.json:
+            a, b = res["next"]
+            print(f"vaultq: cut after line {res['last']} to stay within --budget {args.budget} {args.unit}; the rest: "
+                  f"--lines {a}:{b}" + (" with the same --heading" if args.heading is not None else "")
+                  + " (or a bigger --budget)", file=sys.stderr)
         return EXIT_OK
     if cmd in ("pin", "unpin"):
         res = c.request(cmd, note=args.note)
         print(json.dumps(res, ensure_ascii=False) if args.json else f"{cmd}ned {res['path']}")
         return EXIT_OK
     if cmd in ("pins", "hot", "recent"):
-        res = c.request(cmd, days=args.days) if cmd == "recent" else c.request(cmd)
+        paged = _page(args) if cmd != "pins" else {}
+        res = c.request(cmd, days=args.days, **paged) if cmd == "recent" else c.request(cmd, **paged)
         items = res[cmd]
+        if paged:
+            _say_more(res, "notes", args)
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
         for it in [] if args.json else items:
@@ -641,21 +665,26 @@ def _run(c: _Asker, args) -> int:
             print(it["path"] if args.format == "paths" else f"{it['path']}  {it['title']}{extra}")
         return EXIT_OK if items else EXIT_NONE
     if cmd in ("backlinks", "links"):
-        res = c.request(cmd, note=args.note)
+        res = c.request(cmd, note=args.note, **_page(args))
         items = res[cmd]
+        _say_more(res, "links", args)
     elif cmd == "graph":
         if not 1 <= args.depth <= 5:
             print("vaultq: --depth must be 1 to 5", file=sys.stderr)
             return EXIT_USAGE
-        res = c.request("graph", note=args.note, depth=args.depth)
+        res = c.request("graph", note=args.note, depth=args.depth, **_page(args))
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
+        _say_more(res, "notes", args)
         return EXIT_OK
     elif cmd in ("broken", "orphans", "tags", "problems"):
-        res = c.request(cmd)
+        res = c.request(cmd, **(_page(args) if cmd == "tags" else {}))
         items = res[cmd]
+        if cmd == "tags":
+            _say_more(res, "tags", args)
     elif cmd == "list":
-        res = c.request("list", tag=args.tag, path=args.path, headings=args.headings)
+        res = c.request("list", tag=args.tag, path=args.path, headings=args.headings, **_page(args))
         print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
+        _say_more(res, "notes", args)
         return EXIT_OK if res["notes"] else EXIT_NONE
     elif cmd == "resolve":
         res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
@@ -683,6 +712,25 @@ def _run(c: _Asker, args) -> int:
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
+
+
+def _page(args) -> dict:
+    """A paged command's --limit and --offset as its request's fields (a limit out of range is
+    the daemon's to refuse, saying its bounds)."""
+    return {"limit": args.limit, "offset": args.offset}
+
+
+def _nth(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _say_more(res: dict, what: str, args) -> None:
+    """On stderr, unless --json (whose `more` and `next` say it): which part of a paged
+    answer is shown, and how to ask for the rest."""
+    if res.get("more") and not getattr(args, "json", False):
+        shown = res["next"] - res["offset"]
+        print(f"vaultq: {shown} of {res['total']} {what} shown (from the {_nth(res['offset'] + 1)}); the next: "
+              f"--offset {res['next']} (or a bigger --limit, at most {ops.MOST})", file=sys.stderr)
 
 
 def _remember(c: _Asker, args) -> int:
@@ -818,7 +866,8 @@ def _hook(c: _Asker, args) -> int:
 
 
 def _quick(argv: list[str]) -> dict | None:
-    """`[--socket S | --vault V] search WORD... [--json] [--format F] [-n N]`, the call editors
+    """`[--socket S | --vault V] search WORD... [--json] [--format F] [-n N]` (--socket and
+    --vault after the command too), the call editors
     and agents make most, read without argparse: importing and building it costs about as
     much as the search. None for anything else, which argparse reads (and explains)."""
     args: dict = dict(socket=None, vault=None, command="search", query=[], limit=10, json=False, format="human",
@@ -828,7 +877,7 @@ def _quick(argv: list[str]) -> dict | None:
     command = option = False
     for a in it:
         key, eq, val = a.partition("=")
-        if not command and key in ("--socket", "--vault"):
+        if key in ("--socket", "--vault"):  # before or after the command
             val = val if eq else next(it, None)
             if not val or val.startswith("-"):
                 return None
@@ -857,6 +906,28 @@ def _quick(argv: list[str]) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not _is_hook(argv):
+        return _main(argv)
+    try:
+        code = _main(argv)
+    except SystemExit as e:  # argparse's: a usage error (said on stderr) is its 2
+        code = e.code if isinstance(e.code, int) else EXIT_NONE
+    return EXIT_NONE if code == EXIT_USAGE else code  # never 2: Claude Code takes it as "block this prompt"
+
+
+def _is_hook(argv: list[str]) -> bool:
+    """Whether `argv` runs `vaultq hook` (its first word that is neither an option nor the
+    value of --socket or --vault is `hook`), however wrong the rest of it is."""
+    it = iter(argv)
+    for a in it:
+        if a in ("--socket", "--vault"):
+            next(it, None)
+        elif not a.startswith("-"):
+            return a == "hook"
+    return False
+
+
+def _main(argv: list[str]) -> int:
     quick = _quick(argv)
     if quick is not None:
         from types import SimpleNamespace
@@ -881,13 +952,12 @@ def main(argv: list[str] | None = None) -> int:
             args.hook_input = _hook_input(args.event)
         except ValueError as e:
             print(f"{me}: {e}", file=sys.stderr)
-            return EXIT_NONE  # never 2, which Claude Code takes as "block this prompt"
+            return EXIT_NONE  # never 2 (see main)
         if isinstance(args.hook_input.get("cwd"), str) and os.path.isabs(args.hook_input["cwd"]):
             cwd = args.hook_input["cwd"]  # the agent's folder: paths are shown as from there
     if not hook and not getattr(args, "json", False) and sys.stdout.isatty():
         sys.stdout = _Inert(sys.stdout)
-    code = _ask(args, cwd, me)
-    return EXIT_NONE if hook and code == EXIT_USAGE else code
+    return _ask(args, cwd, me)
 
 
 _CONTROL = {c: f"^{chr(c ^ 64)}" for c in (*range(32), 127) if c not in (9, 10, 13)} | \

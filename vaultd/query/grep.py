@@ -77,10 +77,11 @@ class Grep:
 
     def grep(self, q: str, tags: list[str] = (), paths: list[str] = (), after: str | None = None,
              before: str | None = None, case_sensitive: bool = False, word: bool = False,
-             limit: int = 100_000) -> dict:
+             limit: int = 1000, offset: int = 0) -> dict:
         """Every occurrence of the words of `q` on the lines that hold all of them, in every
         note the filters keep (see the module's rules): path, line, col (characters), byte_col
-        and the line's text, at most `limit` rows (`truncated` when there were more)."""
+        and the line's text, at most `limit` rows from the `offset`th (`more`, and `next`, the
+        offset of the rows left, when there were more; `truncated` says `more` too)."""
         t0 = time.perf_counter()
         words = words_of(q)
         if not words:
@@ -103,7 +104,6 @@ class Grep:
         cap = self.config.index.max_file_mb << 20
         notes = self.notes  # replaced, never changed in place
         rows: list[dict] = []
-        files = 0
         truncated = False
         for path in sorted(notes):
             n = notes[path]
@@ -122,13 +122,14 @@ class Grep:
                     text, bad = data.decode("utf-8", "surrogateescape"), True
                 found = _rows(text, text_re, each, path, ascii_data=False, bad=bad)
             if found:
-                files += 1
-                if len(rows) + len(found) > limit:
-                    rows += found[: limit - len(rows)]
+                rows += found
+                if len(rows) > offset + limit:  # one row past the page: there are more
                     truncated = True
                     break
-                rows += found
+        rows = rows[offset : offset + limit]
+        files = len({r["path"] for r in rows})
         return {"query": q, "words": words, "total": len(rows), "notes": files, "truncated": truncated,
+                "offset": offset, "more": truncated, "next": offset + len(rows) if truncated else None,
                 "took_ms": round((time.perf_counter() - t0) * 1000, 3), "generation": self.generation,
                 "matches": rows}
 

@@ -85,21 +85,25 @@ class LinkGraph:
             raise QueryError(f"from: {source!r} is outside the vault")
         return Note(path=rel, title="")
 
-    def backlinks(self, name: str) -> dict:
+    def backlinks(self, name: str, window: slice = slice(None)) -> dict:
+        """The links into a note, those in `window` of them (a page), with `total`: how many in all."""
         path = self.find_note(name)
         g = self.graph
-        items = [dict(path=src, **_link_json(r)) for src, r in g.backlinks(path)]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
-        return {"note": path, "title": g.notes[path].title, "backlinks": items}
+        every = g.backlinks(path)
+        items = [dict(path=src, **_link_json(r)) for src, r in every[window]]
+        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)  # only the page's lines read
+        return {"note": path, "title": g.notes[path].title, "backlinks": items, "total": len(every)}
 
-    def links(self, name: str) -> dict:
+    def links(self, name: str, window: slice = slice(None)) -> dict:
+        """The links out of a note, those in `window` of them (a page), with `total`: how many in all."""
         path = self.find_note(name)
         g = self.graph
-        items = [dict(path=path, **_link_json(r)) for r in g.links(path)]
+        every = g.links(path)
+        items = [dict(path=path, **_link_json(r)) for r in every[window]]
         _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
         for it in items:
             del it["path"]  # the note's own: `note`
-        return {"note": path, "title": g.notes[path].title, "links": items}
+        return {"note": path, "title": g.notes[path].title, "links": items, "total": len(every)}
 
     def neighbourhood(self, name: str, depth: int) -> dict:
         path = self.find_note(name)

@@ -10,6 +10,7 @@ from ..errors import QueryError
 from ..note import Note, headings_of
 from ..parse import decode
 from ..paths import read_head
+from ..render import cost
 from ..store.index import CJK_RUN
 from ..store.state import changed_ns
 from . import context as ctx
@@ -22,11 +23,14 @@ class WorkingSet:
     """The Vault's working set."""
 
     def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None,
-             agent: bool = False) -> dict:
+             agent: bool = False, budget: int | None = None, unit: str = "tokens") -> dict:
         """A note's text (all, a line range, or one heading's section), read from the file: of
         a file over the size cap, only what is indexed (`truncated`, and its lines so far).
         The whole note is the file's text as it holds it (line ends, final newline); a range
-        or section is its lines, each ended by a newline but the last.
+        or section is its lines, each ended by a newline but the last. Within `budget` (in
+        `unit`; None: all of it): a longer text is its first whole lines that fit (`more`;
+        `next`, the `lines` that ask for the rest, of the section with `heading`), a line
+        longer alone than the budget its first characters (`line_cut`).
         A person's read counts towards HOT; an `agent`'s is counted apart."""
         path = self.find_note(name)
         note = self.notes[path]
@@ -42,6 +46,7 @@ class WorkingSet:
         first, last = 1, len(all_lines)
         if heading is not None:
             first, last = _section(note, heading, len(all_lines))
+        base = first if heading is not None else 1  # where `lines` count from
         if lines is not None:
             a, b = lines
             if a < 1 or b < a:
@@ -52,14 +57,22 @@ class WorkingSet:
                                                                 if truncated else "") + ")")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
         self.state.touch(path, agent)
+        page = {"more": False, "next": None, "line_cut": None}
         if lines is None and heading is None and not truncated:
             # the whole note is its file's text, as it holds it (CRLF line ends, a BOM, the last
             # newline): an agent that writes it back, or edits a piece of it, changes nothing else
             body = data.decode("utf-8", errors="replace")
         else:
             body = "\n".join(all_lines[first - 1 : last])
+        if budget is not None and cost(body, unit) > budget:
+            shown, cut = _within(all_lines[first - 1 : last], budget, unit)
+            end = first + len(shown) - 1
+            body = "\n".join(shown)
+            page = {"more": end < last, "next": [end + 2 - base, last + 1 - base] if end < last else None,
+                    "line_cut": first if cut else None}
+            last = end
         return {"path": path, "title": note.title, "first": first, "last": max(first - 1, last),
-                "total_lines": len(all_lines), "truncated": truncated, "text": body}
+                "total_lines": len(all_lines), "truncated": truncated, **page, "text": body}
 
     def context(self, q: str, budget: int, unit: str = "tokens", scope: str = "warm", hits: int = 8,
                 show: Callable[[str], str] | None = None, with_hot: bool | None = None,
@@ -255,6 +268,30 @@ class WorkingSet:
                                   for h in headings_of(n)]
             out.append(it)
         return {"total": len(out), "notes": out}
+
+
+def _within(lines: list[str], budget: int, unit: str) -> tuple[list[str], bool]:
+    """The first of `lines` that fit in `budget` (each counted with its newline), and whether
+    the first line, longer alone than the budget, is given in part (its first characters):
+    a page of a read is never empty."""
+    used = 0
+    for i, line in enumerate(lines):
+        used += cost(line + "\n", unit)
+        if used > budget:
+            return (lines[:i], False) if i else ([_prefix(line, budget, unit)], True)
+    return lines, False
+
+
+def _prefix(line: str, budget: int, unit: str) -> str:
+    """The longest start of `line` that costs at most `budget`."""
+    lo, hi = 0, len(line)
+    while lo < hi:  # the cost grows with the length
+        mid = (lo + hi + 1) // 2
+        if cost(line[:mid], unit) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return line[:lo]
 
 
 def _answers(lines: list[str], matcher: Matcher, runs: list[set[str]]) -> bool:
