@@ -94,25 +94,25 @@ def test_an_entry_is_appended_to_the_day_s_capture_note_and_searchable_at_once(c
     assert m and m.group(2) == dt.date.today().isoformat() and m.group(3) == "md"
     text = (v / "inbox" / name).read_text()
     assert text.startswith(f'---\ntitle:      "Capture {m.group(2)}"\n') and f'identifier: "{m.group(1)}"\n' in text
-    assert "\n\nThe build server is named kiln; it listens on port 8081.\n\n" in text
-    assert re.search(r"\nRemembered by vaultq, session 9f2c1d7e, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\. "
-                     r"#infra #서버\n$", text)
-    assert r.stdout.decode().startswith(f"remembered in {v}/inbox/{name}:8-12 (a new capture note) (undo: vaultq split "
+    assert re.search(r"\n\n# \d\d:\d\d:\d\d\n#infra #서버\n\nThe build server is named kiln; it listens on port 8081\.\n\n"
+                     r"Remembered by vaultq, session 9f2c1d7e, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\.\n$", text)
+    assert r.stdout.decode().startswith(f"remembered in {v}/inbox/{name}:8-13 (a new capture note) (undo: vaultq split "
                                         "--undo ")
     note = parse_file(f"inbox/{name}", text.encode())
     assert note.id == m.group(1) and note.title == f"Capture {m.group(2)}"
-    assert set(note.tags) == {"capture", "infra", "서버"} and [h.line for h in note.headings] == [8]
+    assert set(note.tags) == {"capture", "infra", "서버"} and [(h.line, h.tags) for h in note.headings] == \
+        [(8, ("infra", "서버"))], "the entry's tags tag its heading"
 
     # searchable when the answer comes: no wait
     res = d.request("remember", text="Deploys happen on Fridays, after the retro.", tags=[], source="claude-code")
     assert res["written"] and not res["created"] and res["path"] == f"inbox/{name}" and (res["first"], res["last"]) \
-        == (14, 18) and res["op"]
+        == (15, 19) and res["op"]
     hits = d.request("search", q="retro fridays")["hits"]
-    assert hits[0]["path"] == f"inbox/{name}" and hits[0]["snippets"][0]["line"] == 16
+    assert hits[0]["path"] == f"inbox/{name}" and hits[0]["snippets"][0]["line"] == 17
     assert d.request("search", q="kiln", tag=["infra"])["hits"][0]["path"] == f"inbox/{name}"
     lines = (v / "inbox" / name).read_text().split("\n")
-    assert lines[13].startswith("# ") and lines[15] == "Deploys happen on Fridays, after the retro." and \
-        lines[17].startswith("Remembered by claude-code, ")
+    assert lines[14].startswith("# ") and lines[16] == "Deploys happen on Fridays, after the retro." and \
+        lines[18].startswith("Remembered by claude-code, ")
     assert d.status()["capture"] == "inbox"
 
     async def steps(c):  # the MCP tool: its client's name is the source
@@ -122,7 +122,7 @@ def test_an_entry_is_appended_to_the_day_s_capture_note_and_searchable_at_once(c
     got = session(str(d.socket), steps)
     assert not got.is_error and got.structured_content["written"], got.content[0].text
     assert got.structured_content["path"] == f"{v}/inbox/{name}"
-    assert got.content[0].text.startswith(f"Remembered: {v}/inbox/{name}:20-24, entry ")
+    assert got.content[0].text.startswith(f"Remembered: {v}/inbox/{name}:21-26, entry ")
     assert "\nRemembered by mcp, session s-42, " in (v / "inbox" / name).read_text()
     assert d.request("search", q="staging restored nightly")["hits"][0]["path"] == f"inbox/{name}"
 
@@ -133,7 +133,8 @@ def test_an_entry_the_vault_already_holds_is_not_written_and_the_answer_names_th
     # the user's own note: "Long blocks of undistracted attention." under "# Deep work"
     res = d.request("remember", text="Deep work: long blocks of undistracted attention")
     assert res == {"written": False, "path": "notes/Deep work.md", "first": 7, "last": 9, "heading": "Deep work",
-                   "overlap": 1.0, "op": None, "created": False, "generation": res["generation"]}
+                   "overlap": 1.0, "op": None, "created": False, "seen": None, "supersedes": None,
+                   "generation": res["generation"]}
     r = vaultq(d, "remember", "가치관은 선택의 기준이다")  # Korean: by bigrams, particles and all
     assert r.returncode == 0 and r.stdout.decode() == (
         f"not written: {v}/notes/20251101T120000--가치관__철학.md:5-9 “가치관이란” already holds 100% of its keywords "
@@ -144,7 +145,10 @@ def test_an_entry_the_vault_already_holds_is_not_written_and_the_answer_names_th
     assert first["written"]
     again = d.request("remember", text="In Python code the user prefers tabs over spaces: four columns wide!")
     assert not again["written"] and (again["path"], again["first"], again["last"]) == \
-        (first["path"], first["first"], first["last"]) and again["heading"] == first["heading"]
+        (first["path"], first["first"], first["last"] + 1) and again["heading"] == first["heading"] and \
+        again["seen"] == 2 and again["op"], "an entry remembered before is counted: one line more"
+    assert re.search(r"\nRemembered by unknown, [^\n]+\.\nSeen 2 times, last [^\n]+\.\n$",
+                     (v / first["path"]).read_text())
     after_one = tree(v)
     other = d.request("remember", text="The user prefers dark themes in every editor.")  # some words shared only
     assert other["written"] and other["first"] > first["last"]
@@ -355,7 +359,7 @@ def test_standard_input_and_markup_that_would_break_the_note(capturing):
     data = (v / res["path"]).read_bytes()
     note = parse_file(res["path"], data)
     assert [h.text for h in note.headings] == [res["heading"], note.headings[1].text] and \
-        re.fullmatch(r"\d\d:\d\d:\d\d", note.headings[1].text)
+        re.fullmatch(r"\d\d:\d\d:\d\d(-\d+)?", note.headings[1].text)
     assert b"\n\\# Not a heading of the note\n" in data and b"print('a fence left open')\n```\n" in data
     assert d.request("search", q="later entry own section")["hits"][0]["path"] == res["path"]
 
@@ -402,29 +406,35 @@ def test_the_capture_folder_is_checked(vault, folder, why):
         bad.load()
 
 
-def test_a_correction_is_not_taken_for_what_it_corrects_and_force_writes_anyway(capturing):
+def test_a_correction_supersedes_what_it_corrects_a_repeat_is_counted_and_force_writes_anyway(capturing):
     d, v = capturing, capturing.vault
-    for old, new in (("Alice does not like tea.", "Alice likes tea."),
-                     ("The password rotates every 30 days.", "The password rotates every 90 days."),
-                     ("The cat is allowed in the bedroom.", "The cat is never allowed in the bedroom."),
-                     ("민수는 커피를 마신다.", "민수는 커피를 안 마신다.")):
-        assert d.request("remember", text=old)["written"], old
+    for old, new, changed in (("Alice does not like tea.", "Alice likes tea.", "negation"),
+                              ("The password rotates every 30 days.", "The password rotates every 90 days.", "number"),
+                              ("The cat is allowed in the bedroom.", "The cat is never allowed in the bedroom.",
+                               "negation"),
+                              ("민수는 커피를 마신다.", "민수는 커피를 안 마신다.", "negation")):
+        was = d.request("remember", text=old)
+        assert was["written"], old
         res = d.request("remember", text=new)
-        assert res["written"], (new, res)
-    same = d.request("remember", text="Alice does not like tea!")  # the same, negation and all: known
-    assert not same["written"] and same["overlap"] == 1.0
+        assert res["written"] and res["supersedes"] == {"path": was["path"], "first": was["first"],
+                                                        "last": was["last"] + 2, "heading": was["heading"],
+                                                        "changed": changed}, (new, res)
+    same = d.request("remember", text="Alice likes tea!")  # the newest, said again: counted
+    assert not same["written"] and same["overlap"] == 1.0 and same["seen"] == 2
     r = vaultq(d, "remember", "The password rotates every 90 days")
-    assert r.returncode == 0 and r.stdout.decode().endswith(" (vaultq remember --force writes it anyway)\n")
+    assert r.returncode == 0 and re.fullmatch(r"already remembered: \S+:\d+-\d+ “[\d:-]+”, seen 2 times now \(undo: "
+                                              r"vaultq split --undo \S+\)\n", r.stdout.decode()), r.stdout
     r = vaultq(d, "remember", "The password rotates every 90 days", "--force", "--json")
     res = json.loads(r.stdout)
     assert r.returncode == 0 and res["written"] and (v / res["path"]).read_text().count("every 90 days") == 2
 
     async def steps(c):
-        return [await c.call_tool("remember", {"text": "Alice does not like tea"}),
-                await c.call_tool("remember", {"text": "Alice does not like tea", "force": True})]
+        return [await c.call_tool("remember", {"text": "Alice likes tea"}),
+                await c.call_tool("remember", {"text": "Alice likes tea", "force": True})]
 
     held, forced = session(str(d.socket), steps)
-    assert not held.structured_content["written"] and "force: true" in held.content[0].text
+    assert not held.structured_content["written"] and held.content[0].text.startswith("Already remembered: ") and \
+        "seen 3 times now" in held.content[0].text
     assert forced.structured_content["written"], forced.content[0].text
     assert entry.differs("every 90 days", "every 30 days") and not entry.differs("every 30 days", "30 days, every")
     assert entry.differs("Alice likes tea", "Alice doesn't like tea") and \
@@ -545,7 +555,7 @@ def test_agent_written_tags_and_names_never_make_a_capture_note_hot(capturing):
     res = d.request("remember", text="Renew the domain before March. #urgent", tags=["urgent", "Urgent", "active"],
                     source="claude code", session="s-1")
     data = (v / res["path"]).read_text()
-    assert "Remembered by claude code, session s-1, " in data and data.rstrip().endswith(" #urgent #active")
+    assert "Remembered by claude code, session s-1, " in data and re.search(r"\n# [\d:-]+\n#urgent #active\n", data)
     d.request("read", note=res["path"])  # a person reads it: HOT for that, not for the agent's tags
     [it] = [h for h in d.request("hot")["hot"] if h["path"] == res["path"]]
     assert not [w for w in it["why"] if w.startswith("tag:")], it

@@ -251,7 +251,9 @@ class Split(Request, tag="split"):
 
 class Remember(Request, tag="remember"):
     text: _described(str, "What to remember: a fact, a decision, a preference, in a few lines (at most 64 KB of "
-                          "UTF-8). Not written when one section of the vault already holds 80% of its keywords")
+                          "UTF-8). Not written when one section of the vault already holds 80% of its keywords (an "
+                          "entry remembered before is counted instead); one that changes a value (a number, a day, a "
+                          "name, a negation) of what the vault holds supersedes it")
     tags: _described(list[str], "Tags of the entry, each one word of letters, digits and _ (at most 16)") = []
     source: _described(str | None, "Who remembers it: the agent's or client's name (the MCP server gives its "
                                    "client's)") = None
@@ -517,9 +519,13 @@ class SplitReply(Reply):
 
 class RememberReply(Reply):
     """`written`: the entry is at `path`:`first`-`last` under `heading`, undone by `op`
-    (`vaultq split --undo OP`); `created`: the capture note is new. Not `written`: the
-    section at `path`:`first`-`last` (`heading`, null for a note's opening) holds `overlap`
-    of its keywords. `generation`: the index holds the answer's state from there on."""
+    (`vaultq split --undo OP`); `created`: the capture note is new; `supersedes`: the entry
+    or section it changes a value of (path, first, last, heading, `changed`: number, day,
+    name or negation), marked superseded when it is an entry remembered before. Not
+    `written`: the section at `path`:`first`-`last` (`heading`, null for a note's opening)
+    holds `overlap` of its keywords; when it is an entry remembered before, it is counted:
+    `seen` times now, undone by `op`. `generation`: the index holds the answer's state from
+    there on."""
 
     written: bool
     path: str
@@ -530,6 +536,8 @@ class RememberReply(Reply):
     op: str | None
     created: bool
     generation: int
+    seen: int | None = None
+    supersedes: dict | None = None
 
 
 def replies(reply: type[Reply]):
@@ -786,11 +794,14 @@ class Operations:
 
     @replies(RememberReply)
     def remember(self, req: Remember) -> dict:
-        """Keep a short fact for later sessions: append it to today's capture note in the vault, unless one
-        section of the vault already holds 80% of its keywords (then nothing is written, and the answer names
-        that section: path, lines, heading; `force` writes it all the same). Each entry carries its time, source, session and tags. Off unless
-        the user set `[capture] folder`; the user undoes an entry with `vaultq split --undo OP`. The entry is
-        searchable when the answer comes."""
+        """Keep a short fact for later sessions: append it to today's capture note in the vault (or under the
+        heading a `[[capture.route]]` rule names), unless one section of the vault already holds 80% of its
+        keywords (then nothing new is written, and the answer names that section: path, lines, heading; an entry
+        remembered before is counted, `seen`; `force` writes it all the same). An entry that changes a value of
+        one (a number, a day, a name, a negation) supersedes it: the older entry is marked, and search shows it
+        after the newer one. Each entry carries its time, source, session and tags. Off unless the user set
+        `[capture] folder`; the user undoes an entry (and what it marked) with `vaultq split --undo OP`. The
+        entry is searchable when the answer comes."""
         return self.vault.remember(req.text, req.tags, req.source, req.session, req.force)
 
 

@@ -162,6 +162,21 @@ class Context(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 CAPTURE_FORMATS = ("md", "org")
 
 
+class Route(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A `[[capture.route]]` rule: an entry it matches goes under `heading` of `note`
+    instead of the day's capture note (the first rule that matches wins)."""
+
+    match: str
+    """`tag:NAME`: an entry with that tag; anything else: a regular expression (Python's)
+    found in the entry's text (`(?i)` for any case)."""
+    note: str
+    """The note (a path relative to the vault, .md or .org; it must exist) the entry goes
+    into."""
+    heading: str = "Remembered"
+    """The heading of `note` the entry goes under (at the end of its section, a level
+    below it); made at the end of the note when missing."""
+
+
 class Capture(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     folder: str = ""
     """The folder (relative to the vault) of the capture notes `remember` appends to;
@@ -171,6 +186,9 @@ class Capture(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     host: str = ""
     """The one machine whose vaultd writes into this vault, as `[split] host` (either names
     it; both set, they must agree: every write goes through one journal in the vault)."""
+    route: list[Route] = []
+    """`[[capture.route]]` rules, tried in order; none: every entry goes to the day's
+    capture note."""
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -372,6 +390,8 @@ def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str], va
     vault path it really is (see real_capture_folder). Raises ConfigError."""
     if c.format not in CAPTURE_FORMATS:
         raise ConfigError(f"capture.format: expected md or org, got {c.format!r}")
+    for i, r in enumerate(c.route, 1):
+        _check_route(i, r, extensions, ignore_dirs)
     if not c.folder:
         return c
     if f".{c.format}" not in extensions:
@@ -382,6 +402,31 @@ def _check_capture(c: Capture, extensions: list[str], ignore_dirs: list[str], va
     if why:
         raise ConfigError(f"capture.folder {c.folder!r} {why}")
     return msgspec.structs.replace(c, folder=real_capture_folder(vault, "/".join(parts), ignore_dirs))
+
+
+def _check_route(i: int, r: Route, extensions: list[str], ignore_dirs: list[str]) -> None:
+    """A `[[capture.route]]` rule checked: a tag or a regular expression that compiles, a
+    note inside the vault that is indexed, a heading of one line. Raises ConfigError."""
+    where = f"capture.route #{i}"
+    if r.match.startswith("tag:"):
+        if not re.fullmatch(r"\w*[^\W\d_]\w*", r.match[4:]):
+            raise ConfigError(f"{where}: match {r.match!r}: a tag is one word of letters, digits and _")
+    else:
+        try:
+            re.compile(r.match)
+        except re.error as e:
+            raise ConfigError(f"{where}: match {r.match!r} is not a regular expression: {e}") from None
+    parts = r.note.replace("\\", "/").split("/")
+    why = "is absolute: name a note relative to the vault" if r.note.startswith("/") else \
+        "is not a plain path (no ./, // or backslash)" if os.path.normpath(r.note) != r.note or "\\" in r.note else \
+        _capture_problem(parts[:-1] or ["ok"], ignore_dirs) or (
+            "is hidden" if parts[-1].startswith(".") else None) or (
+            None if os.path.splitext(r.note)[1] in (".md", ".org") and os.path.splitext(r.note)[1] in extensions
+            else "is not a note vaultd indexes (.md or .org, in watch.extensions)")
+    if why:
+        raise ConfigError(f"{where}: note {r.note!r} {why}")
+    if not r.heading.strip() or "\n" in r.heading:
+        raise ConfigError(f"{where}: heading {r.heading!r}: expected the text of one heading")
 
 
 def _capture_problem(parts: list[str], ignore_dirs: list[str]) -> str | None:

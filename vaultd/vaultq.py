@@ -760,6 +760,11 @@ def _remember(c: _Asker, args) -> int:
     elif res["written"]:
         print(f"remembered in {where}{' (a new capture note)' if res['created'] else ''} "
               f"(undo: vaultq split --undo {res['op']})")
+        if sup := res.get("supersedes"):
+            print(f"supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['changed']} changed)")
+    elif res.get("seen"):
+        print(f"already remembered: {where} “{res['heading']}”, seen {res['seen']} times now "
+              f"(undo: vaultq split --undo {res['op']})")
     else:
         section = f"“{res['heading']}”" if res["heading"] else "its opening"
         print(f"not written: {where} {section} already holds {res['overlap']:.0%} of its keywords "

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 
 from ..parse.common import fence_step
 from ..parse.markdown import _ATX
@@ -51,9 +52,11 @@ keywords are exactly its own (the same short entry remembered before)."""
 _TAG = re.compile(r"\w*[^\W\d_]\w*")
 """A tag: one word of letters, digits and _, with a letter (as Markdown `#tags`, Org tags
 and Denote keywords all read one)."""
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-"""Control characters (category Cc: C0, DEL, C1 with NEL) but tab and line feed, and the
-Unicode line and paragraph separators (Zl, Zp): each a line break to some reader."""
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+"""Control characters (category Cc: C0, DEL, C1 with NEL) but tab and line feed, the
+Unicode line and paragraph separators (Zl, Zp): each a line break to some reader; and the
+bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a line
+read otherwise than it is stored."""
 _NAME = re.compile(r"[\w .@/:-]+")
 """A source or session: a plain name (letters, digits, space and - _ . @ / :), so that it
 is inert text in the entry's last line or drawer (no #tag, no [[link]], no line break)."""
@@ -152,6 +155,200 @@ def query(text: str, most: int = 32) -> str:
     return " ".join(list(seen)[:most])
 
 
+# -- a value changed: the supersede rule -------------------------------------------------
+
+_DAYS = {d for w in ("monday tuesday wednesday thursday friday saturday sunday january february march april may "
+                     "june july august september october november december").split() for d in (w, w[:3])} - {"may"}
+_DAY_KO = re.compile(r"[월화수목금토일]요일")
+_LATIN_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+_HANGUL_WORD = re.compile(r"[\uac00-\ud7a3]+")
+_SENTENCE_END = re.compile(r"(?:^|[.!?;:\n])[\s\"'“‘(*>-]*$")
+MAX_SLOT = 2
+"""The most value tokens an entry may change at once and still restate what it supersedes."""
+
+
+def values(text: str) -> dict[str, dict[str, str]]:
+    """The value tokens of `text`, by kind, each as compared (case-folded; a day by its
+    first three letters) and as written: `number` (digits: counts, dates, times,
+    versions), `day` (English weekday and month names and their abbreviations, Korean
+    weekdays: 화요일), `name` (an English word with a capital letter that does not open its
+    sentence: Vim, Emacs, PostgreSQL; a Hangul word that does not open its sentence: the
+    words a Korean statement varies)."""
+    out: dict[str, dict[str, str]] = {"number": {n: n for n in _NUMBER.findall(text)},
+                                      "day": {d: d for d in _DAY_KO.findall(text)}, "name": {}}
+    for m in _LATIN_WORD.finditer(text):
+        w = m.group()
+        low = w.casefold()
+        if low in _DAYS and (w[0].isupper() or len(w) > 3):
+            out["day"][low[:3]] = w
+        elif len(w) > 1 and any(c.isupper() for c in w) and not _SENTENCE_END.search(text, 0, m.start()):
+            out["name"][low] = w
+    for m in _HANGUL_WORD.finditer(text):
+        if not _SENTENCE_END.search(text, 0, m.start()) and not _DAY_KO.search(m.group()):
+            out["name"][m.group()] = m.group()
+    return out
+
+
+def negated(text: str) -> bool:
+    return bool(_NEGATION.search(text))
+
+
+def _lacks(tokens: dict[str, str], theirs: dict[str, str], their_keywords: set[str]) -> list[str]:
+    """The tokens (as written) the other text lacks: not among its values, and (a Hangul
+    word) with less than half its bigrams among `their_keywords` (a particle changed is the
+    same word; names are compared so, days and numbers whole)."""
+    out = []
+    for key, word in tokens.items():
+        if key in theirs:
+            continue
+        if _HANGUL_WORD.fullmatch(key):
+            grams = set(bigrams(key))
+            if 2 * len(grams & their_keywords) >= len(grams):
+                continue
+        out.append(word)
+    return out
+
+
+def changes(new: str, old: str) -> str | None:
+    """What value `new` changes of `old`, or None: "negation" (one says not, the other
+    does not), or the kind of value (see `values`) whose token it replaces (a number for
+    another, a weekday for another, a name for another). Only when the two say the same of
+    the same subject otherwise: with at most MAX_SLOT tokens of its own, the rest of the
+    entry's keywords (at least 2 of them, and at least half of all) are OVERLAP in `old`."""
+    kn, ko = keywords(new), keywords(old)
+    vn, vo = values(new), values(old)
+    mine = {k: _lacks(vn[k], vo[k], ko if k == "name" else set()) for k in vn}  # the entry's values `old` lacks
+    theirs = {k: _lacks(vo[k], vn[k], kn if k == "name" else set()) for k in vo}
+    slot = [w for k in mine for w in mine[k]]
+    if len(slot) > MAX_SLOT:
+        return None
+    # the subject: the entry's keywords less its changed values and its negation words
+    subject = kn - keywords(" ".join(slot + _NEGATION.findall(new) + _NEGATION.findall(old)))
+    held = subject & ko
+    if len(held) < 2 or len(held) < OVERLAP * len(subject) or 2 * len(subject) < len(kn):
+        return None
+    if negated(new) != negated(old):
+        return "negation"
+    return next((k for k in ("number", "day", "name") if mine[k] and theirs[k]), None)
+
+
+# -- an entry as it stands in a note, and its marks ---------------------------------------
+
+REMEMBERED = "Remembered by "
+SUPERSEDES = "Supersedes "
+SUPERSEDED_BY = "Superseded by "
+SEEN = "Seen "
+SUPERSEDED = "superseded"
+"""The tag a superseded entry carries (search ranks it after the entry that supersedes it)."""
+
+_HEAD = re.compile(r"\d\d:\d\d:\d\d(?:-\d+)?")
+_MD_HEAD = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t]*")
+_ORG_HEAD = re.compile(r"(\*+)[ \t]+(.*?)(?:[ \t]+:([\w@#%:]+):)?[ \t]*")
+_TAG_LINE = re.compile(r"#\w*[^\W\d_]\w*(?:[ \t]+#\w*[^\W\d_]\w*)*[ \t]*")
+_META = (REMEMBERED, SUPERSEDES, SUPERSEDED_BY, SEEN)
+_SEEN_COUNT = re.compile(r"Seen (\d+) times")
+
+
+@dataclass
+class Remembered:
+    """An entry remembered, as it stands in a note: its section's lines (heading first),
+    what it says and its marks."""
+
+    fmt: str
+    lines: list[str]
+    level: int
+    head: str
+    tags: list[str]
+    text: str
+    seen: int
+    superseded: bool
+
+
+def read(fmt: str, lines: list[str]) -> Remembered | None:
+    """The entry a section holds (its lines, heading first), or None when the section is
+    not one remember wrote: a heading that is a time, and (Markdown) a "Remembered by" line
+    or (Org) a property drawer with its CREATED."""
+    if not lines:
+        return None
+    if fmt == "org":
+        m = _ORG_HEAD.fullmatch(lines[0])
+        if not m or not _HEAD.fullmatch(m.group(2)) or len(lines) < 2 or lines[1].strip() != ":PROPERTIES:":
+            return None
+        end = next((i for i, x in enumerate(lines) if x.strip() == ":END:"), None)
+        props = dict(_prop(x) for x in lines[2:end or 0])
+        if end is None or "CREATED" not in props:
+            return None
+        tags = [t for t in (m.group(3) or "").split(":") if t]
+        return Remembered(fmt, lines, len(m.group(1)), m.group(2), tags, "\n".join(lines[end + 1 :]).strip("\n"),
+                          int(props.get("SEEN", "1")) if props.get("SEEN", "1").isdigit() else 1,
+                          SUPERSEDED in (t.lower() for t in tags) or "SUPERSEDED_BY" in props)
+    m = _MD_HEAD.fullmatch(lines[0])
+    by = next((i for i in range(len(lines) - 1, 0, -1) if lines[i].startswith(REMEMBERED)), None)
+    if not m or not _HEAD.fullmatch(m.group(2)) or by is None:
+        return None
+    tagged = len(lines) > 1 and bool(_TAG_LINE.fullmatch(lines[1]))
+    tags = lines[1].replace("#", " ").split() if tagged else []
+    meta = lines[by : _meta_end(lines, by)]
+    seen = next((int(c.group(1)) for x in meta if (c := _SEEN_COUNT.match(x))), 1)
+    return Remembered(fmt, lines, len(m.group(1)), m.group(2), tags, "\n".join(lines[1 + tagged : by]).strip("\n"),
+                      seen, SUPERSEDED in (t.lower() for t in tags) or any(x.startswith(SUPERSEDED_BY) for x in meta))
+
+
+def _prop(line: str) -> tuple[str, str]:
+    key, _, val = line.strip().partition(": ")
+    return key.strip(":").upper(), val.strip()
+
+
+def _meta_end(lines: list[str], by: int) -> int:
+    """The index after the Markdown entry's last line of who remembered it and its marks."""
+    i = by + 1
+    while i < len(lines) and lines[i].startswith(_META):
+        i += 1
+    return i
+
+
+def mark_superseded(e: Remembered, by: tuple[str, str], now: dt.datetime) -> list[str]:
+    """The entry's lines marked superseded: the `superseded` tag (Org: on its heading;
+    Markdown: on its tag line, made when it has none) and the entry that supersedes it
+    (`by`: path:first-last, what it is), with when: Org a SUPERSEDED_BY property, Markdown
+    a line after who remembered it."""
+    lines = list(e.lines)
+    when = now.isoformat(timespec="seconds")
+    if e.fmt == "org":
+        lines[0] = "*" * e.level + f" {e.head} :{':'.join([*e.tags, SUPERSEDED])}:"
+        end = lines.index(next(x for x in lines if x.strip() == ":END:"))
+        lines.insert(end, f":SUPERSEDED_BY: {by[0]} ({by[1]}), [{now:%Y-%m-%d %a %H:%M:%S}]")
+        return lines
+    if len(lines) > 1 and _TAG_LINE.fullmatch(lines[1]):
+        lines[1] = lines[1].rstrip() + f" #{SUPERSEDED}"
+    else:
+        lines.insert(1, f"#{SUPERSEDED}")
+    at = max(i for i, x in enumerate(lines) if x.startswith(REMEMBERED))
+    lines.insert(_meta_end(lines, at), f"{SUPERSEDED_BY}`{by[0]}` ({by[1]}), {when}.")
+    return lines
+
+
+def mark_seen(e: Remembered, now: dt.datetime) -> list[str]:
+    """The entry's lines remembered once more: how many times it was, and when last (Org:
+    SEEN and LAST_SEEN properties; Markdown: a `Seen N times, last WHEN.` line)."""
+    lines, n = list(e.lines), e.seen + 1
+    if e.fmt == "org":
+        end = lines.index(next(x for x in lines if x.strip() == ":END:"))
+        lines = [x for x in lines[:end] if _prop(x)[0] not in ("SEEN", "LAST_SEEN")] + lines[end:]
+        end = lines.index(next(x for x in lines if x.strip() == ":END:"))
+        lines[end:end] = [f":SEEN:     {n}", f":LAST_SEEN: [{now:%Y-%m-%d %a %H:%M:%S}]"]
+        return lines
+    line = f"{SEEN}{n} times, last {now.isoformat(timespec='seconds')}."
+    by = max(i for i, x in enumerate(lines) if x.startswith(REMEMBERED))
+    end = _meta_end(lines, by)
+    at = next((i for i in range(by, end) if lines[i].startswith(SEEN)), None)
+    if at is None:
+        lines.insert(end, line)
+    else:
+        lines[at] = line
+    return lines
+
+
 # -- the capture note ---------------------------------------------------------------------
 
 
@@ -178,18 +375,36 @@ def front_matter(fmt: str, ident: str, now: dt.datetime) -> str:
             f'tags:       ["{KEYWORD}"]\nidentifier: "{ident}"\n---\n')
 
 
-def entry(fmt: str, text: str, tags: list[str], source: str, session: str | None, now: dt.datetime) -> str:
-    """One entry as appended to a capture note (a blank line before it: see `append`)."""
+def heading(now: dt.datetime, taken: set[str]) -> str:
+    """The entry's heading: the time it was remembered (`14:32:05`), with a counter when the
+    note already has a heading of that time (`14:32:05-2`): each entry's heading, and so its
+    anchor, is its own."""
+    base = f"{now:%H:%M:%S}"
+    n = 1
+    while (head := base if n == 1 else f"{base}-{n}") in taken:
+        n += 1
+    return head
+
+
+def entry(fmt: str, text: str, tags: list[str], source: str, session: str | None, now: dt.datetime,
+          head: str | None = None, level: int = 1, supersedes: tuple[str, str] | None = None) -> str:
+    """One entry as appended to a note (a blank line before it: see `append`): a heading of
+    `level` (`head`, by default the time), its tags (Org: on the heading; Markdown: a line
+    of #tags right under it, which tags that heading), its text, and who remembered it
+    when (Org: the property drawer); `supersedes`: where the entry or section it changes a
+    value of is (path:first-last) and what it is there ("entry 14:30:00")."""
+    head = head or f"{now:%H:%M:%S}"
     when = now.isoformat(timespec="seconds")
     if fmt == "org":
-        head = f"* {now:%H:%M:%S}" + (f" :{':'.join(tags)}:" if tags else "")
+        line = "*" * level + f" {head}" + (f" :{':'.join(tags)}:" if tags else "")
         props = [f":SOURCE:   {source}"] + ([f":SESSION:  {session}"] if session else []) + \
-            [f":CREATED:  [{now:%Y-%m-%d %a %H:%M:%S}]"]
-        return "\n".join([head, ":PROPERTIES:", *props, ":END:", _safe(fmt, text)]) + "\n"
-    by = f"Remembered by {source}" + (f", session {session}" if session else "") + f", {when}."
-    if tags:
-        by += " " + " ".join(f"#{t}" for t in tags)
-    return f"# {now:%H:%M:%S}\n\n{_safe(fmt, text)}\n\n{by}\n"
+            [f":CREATED:  [{now:%Y-%m-%d %a %H:%M:%S}]"] + \
+            ([f":SUPERSEDES: {supersedes[0]} ({supersedes[1]})"] if supersedes else [])
+        return "\n".join([line, ":PROPERTIES:", *props, ":END:", _safe(fmt, text)]) + "\n"
+    by = f"{REMEMBERED}{source}" + (f", session {session}" if session else "") + f", {when}."
+    tag_line = [" ".join(f"#{t}" for t in tags)] if tags else []
+    meta = [f"{SUPERSEDES}`{supersedes[0]}` ({supersedes[1]})."] if supersedes else []
+    return "\n".join(["#" * level + f" {head}", *tag_line, "", _safe(fmt, text), "", by, *meta]) + "\n"
 
 
 def append(before: bytes, new: str) -> bytes:

@@ -1,19 +1,29 @@
-"""The Vault's `remember`: an agent's entry appended to the day's capture note, unless the
-vault already holds it, through the split journal. Part of the Vault (see vault.py); what
-an entry and a capture note look like, and the dedup rule, are entry.py's.
+"""The Vault's `remember`: an agent's entry appended to the day's capture note (or, by a
+`[[capture.route]]` rule, under a heading of a note of the user's), unless the vault already
+holds it, through the split journal. Part of the Vault (see vault.py); what an entry and a
+capture note look like, and the rules that compare entries, are entry.py's.
 
 Off unless `[capture] folder` names a folder. Then, for each entry, in one go under the
 vault's write lock:
   1. its keywords are searched for (every note, the archive too), and each section of the
-     best notes (from a heading to the next, or the text before the first) is compared:
-     one that holds 80% of them (entry.known), and no number or negation the entry does
-     not share (entry.differs), means the entry is not written (unless forced), and the
-     answer names that section (path, lines, heading);
-  2. else the capture folder is checked as the real path it is (symlinks resolved), and
-     the day's capture note (made when missing, with Denote's front matter; a regular
-     file) gets the entry at its end through journal.append: the appended bytes journaled
-     and fsynced before the note is appended to in place, and indexed before the answer;
-  3. `vaultq split --undo OP` takes out exactly that entry (journal.undo).
+     best notes (from a heading to the next, or the text before the first) is compared (a
+     remembered entry by its text, a section of a note by all of it):
+     - one that holds 80% of them (entry.known), and no number or negation the entry does
+       not share (entry.differs), already says it: when it is a remembered entry, it is
+       counted (entry.mark_seen: "Seen 2 times, last ..."), else the entry is not written
+       and the answer names that section (path, lines, heading) (`force`: written anyway);
+     - else one that says the same of the same subject but with a value changed
+       (entry.changes: a number, a day, a name, a negation) is superseded: the entry is
+       written with a pointer to it, and when it is a remembered entry in a capture or
+       routed note it is marked (entry.mark_superseded); superseded entries are history,
+       compared with no more;
+  2. the entry goes to the first `[[capture.route]]` rule's note that matches it (under
+     the rule's heading), else to the day's capture note (made when missing, with Denote's
+     front matter; a regular file), under a heading of its own; every file is written
+     through journal.append or journal.edit: journaled and fsynced first, each file as it
+     was read or not at all, indexed before the answer;
+  3. `vaultq split --undo OP` takes out exactly that entry, and puts back what it marked
+     or counted (journal.undo).
 Only the vaultd holding the writer lock writes; the others answer what is already known
 and refuse the rest.
 """
@@ -24,9 +34,11 @@ import datetime as dt
 import logging
 import os
 import posixpath
+import re
 import stat
+from dataclasses import dataclass
 
-from ..config import real_capture_folder
+from ..config import Route, real_capture_folder
 from ..errors import CaptureOff, ConfigError, QueryError, StillIndexing
 from ..note import headings_of
 from ..parse import parse_lines
@@ -46,14 +58,61 @@ OFF = ("remember is off: vaultd writes an agent's entries into the vault only wh
        'with `[capture] folder = "inbox"` (a folder of the vault) in its config, and restarts it; nothing was written')
 
 
+@dataclass
+class Found:
+    """A section of the vault an entry repeats or changes a value of."""
+
+    path: str
+    first: int
+    last: int
+    heading: str | None
+    overlap: float
+    data: bytes
+    """Its note's bytes as read."""
+    offset: int
+    """Where the section's bytes start in them."""
+    old: bytes
+    """The section's bytes."""
+    entry: capture.Remembered | None
+    """The remembered entry it is, when this vaultd may mark it (in a capture or routed
+    note); None for a section of the user's notes."""
+    changed: str | None = None
+    """What value the entry changes of it (entry.changes), None for a repeat."""
+
+    def answer(self) -> dict:
+        return {"path": self.path, "first": self.first, "last": self.last, "heading": self.heading,
+                "overlap": round(self.overlap, 3)}
+
+
+@dataclass
+class Target:
+    """Where an entry goes: a note (made when `head` is not None), its bytes as read, the
+    byte offset the entry goes in at, what goes before the entry there, its heading level,
+    the headings the note has (an entry's own is not one of them), and the note's format."""
+
+    path: str
+    before: bytes
+    head: bytes | None
+    at: int
+    prefix: bytes
+    level: int
+    taken: set[str]
+    fmt: str
+    made: list[str]
+    mode: int
+    route: bool
+
+
 class Capture:
     """The Vault's `remember`."""
 
     def remember(self, text: str, tags: list[str], source: str | None = None, session: str | None = None,
                  force: bool = False) -> dict:
-        """Append an entry to the day's capture note, or say which section already holds it
-        (with `force`, append it all the same). Raises QueryError (nothing written): capture
-        off, a bad entry, a bad capture folder or note, not the writer."""
+        """Append an entry to the day's capture note (or a routed note), count the entry it
+        repeats, or say which section already holds it (with `force`, append it all the
+        same); an entry that changes a value of one supersedes it. Raises QueryError
+        (nothing written): capture off, a bad entry, a bad capture folder or note, not the
+        writer."""
         cfg = self.config.capture
         if not cfg.folder:
             raise CaptureOff(OFF)
@@ -63,38 +122,38 @@ class Capture:
             raise QueryError(f"remember: {e}; nothing was written") from None
         if self.indexing:  # what the vault holds is not known yet
             raise StillIndexing(self._progress_words())
+        source = source or "unknown"
         with self._split_lock:
-            same = None if force else self._known(text, capture.keywords(text))
-            if same is not None:
-                return {"written": False, **same, "op": None, "created": False, "generation": self.generation}
+            repeat, change = self._compare(text, capture.keywords(text))
+            if repeat is not None and not force:
+                if repeat.entry is None or not self._may_write():
+                    return {"written": False, **repeat.answer(), "op": None, "created": False, "seen": None,
+                            "supersedes": None, "generation": self.generation}
+                return self._strengthen(repeat, source)
             now = dt.datetime.now().astimezone()
             try:
                 self._writing()
-                rel, before, head, new, mode, made = self._capture_plan(text, tags, source or "unknown", session, now)
-                n = self.notes.get(rel)
-                user = changed_ns(self.state.state, rel, n.mtime_ns, n.size) if n else 0
-                done = journal.append(self.root, self.journal, rel, new, None if head else len(before), head, mode,
-                                      made)
+                target = self._target(text, tags, now)
+                res = self._put_entry(target, text, tags, source, session, now, change)
             except (split.SplitError, OSError) as e:
                 raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) \
                     from None
-            self._wrote([rel], {rel: user})
-        first = (head or before).count(b"\n") + len(new) - len(new.lstrip(b"\n")) + 1  # after the blank line
-        last = (head or before).count(b"\n") + new.count(b"\n")
         logger.info("remembered %d bytes from %s in %s:%d-%d (undo: vaultq split --undo %s)",
-                    len(text.encode()), source or "unknown", rel, first, last, done["op"])
-        return {"written": True, "path": rel, "first": first, "last": last,
-                "heading": f"{now:%H:%M:%S}", "overlap": None, "op": done["op"], "created": head is not None,
-                "generation": self.generation}
+                    len(text.encode()), source, res["path"], res["first"], res["last"], res["op"])
+        return res
 
-    def _known(self, text: str, words: set[str]) -> dict | None:
-        """The section of the vault that already holds the entry (path, first, last, heading,
-        overlap), None when none does (see entry.known, entry.differs)."""
+    # -- what the vault holds -------------------------------------------------------------
+
+    def _compare(self, text: str, words: set[str]) -> tuple[Found | None, Found | None]:
+        """The section that already holds the entry (entry.known, not entry.differs), and the
+        one it changes a value of (entry.changes), each the best of its kind or None.
+        Superseded entries are history: neither."""
         q = capture.query(text)
         if not words or not q:
-            return None
+            return None, None
         cap = self.config.index.max_file_mb << 20
-        best: tuple[float, dict] | None = None
+        repeat: Found | None = None
+        change: Found | None = None
         for hit in self.search(q, CANDIDATES, "all", False)["hits"]:
             path = hit["path"]
             try:
@@ -102,34 +161,187 @@ class Capture:
             except OSError:
                 continue
             note, lines = parse_lines(path, data, max_bytes=cap)
+            fmt = "org" if path.endswith(".org") else "md"
+            raw = data.split(b"\n")
+            starts = [0]
+            for x in raw:
+                starts.append(starts[-1] + len(x) + 1)
+            ours = self._capture_owns(path)
             for first, last, heading in _sections(note, lines):
-                section = "\n".join(lines[first - 1 : last])
-                theirs = capture.keywords(section)
-                if capture.known(words, theirs) and not capture.differs(text, section):
-                    share = capture.overlap(words, theirs)
-                    if best is None or share > best[0]:
-                        best = (share, {"path": path, "first": first, "last": last, "heading": heading,
-                                        "overlap": round(share, 3)})
-        return best[1] if best else None
+                block = lines[first - 1 : last]
+                old = b"\n".join(raw[first - 1 : last])
+                e = capture.read(fmt, block)
+                if e is not None and e.superseded:
+                    continue
+                e = e if ours and e is not None and old.decode("utf-8", "replace") == "\n".join(block) else None
+                said = e.text if e is not None else "\n".join(block)
+                theirs = capture.keywords(said)
+                share = capture.overlap(words, theirs)
+                found = Found(path, first, last, heading, share, data, starts[first - 1], old, e)
+                if capture.known(words, theirs) and not capture.differs(text, said):
+                    if repeat is None or (share, e is not None) > (repeat.overlap, repeat.entry is not None):
+                        repeat = found
+                    continue
+                for passage in [said] if e is not None else _paragraphs(block):
+                    if kind := capture.changes(text, passage):
+                        found.changed = kind
+                        if change is None or (e is not None, share) > (change.entry is not None, change.overlap):
+                            change = found
+                        break
+        return repeat, change
 
-    def _capture_plan(self, text: str, tags: list[str], source: str, session: str | None,
-                      now: dt.datetime) -> tuple[str, bytes, bytes | None, bytes, int, list[str]]:
-        """What appending the entry to the day's capture note takes: the note (a vault path),
-        its bytes now, its head when it is to be made (else None), the bytes appended, the
-        mode a note made gets (as readable as the vault's folder is), and the folders made
-        for it. SplitError when today's note is not a regular file, or too big to read."""
+    def _capture_owns(self, path: str) -> bool:
+        """Whether entries in `path` are this capture's to mark: a capture note, or a routed
+        note."""
+        folder = self.config.capture.folder
+        return path.startswith(folder + "/") or any(r.note == path for r in self.config.capture.route)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def _strengthen(self, found: Found, source: str) -> dict:
+        """Count the entry `found` once more (entry.mark_seen), through the journal."""
+        now = dt.datetime.now().astimezone()
+        try:
+            self._writing()
+            marked = "\n".join(capture.mark_seen(found.entry, now)).encode()
+            rw = journal.Rewrite(found.path, found.data, [(found.offset, found.old, marked)])
+            user = self._user_changes([found.path])
+            about = {"heading": found.heading, "words": _first_words(found.entry.text), "what": "strengthened",
+                     "source": source}
+            done = journal.edit(self.root, self.journal, found.path, [rw], about)
+        except (split.SplitError, OSError, ValueError) as e:
+            raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) from None
+        self._wrote([found.path], user)
+        seen = found.entry.seen + 1
+        logger.info("remembered again (%d times) %s:%d (undo: vaultq split --undo %s)", seen, found.path, found.first,
+                    done["op"])
+        return {"written": False, **found.answer(), "last": found.first + marked.count(b"\n"), "op": done["op"],
+                "created": False, "seen": seen, "supersedes": None, "generation": self.generation}
+
+    def _put_entry(self, t: Target, text: str, tags: list[str], source: str, session: str | None, now: dt.datetime,
+               change: Found | None) -> dict:
+        """Write the entry at `t`, and mark the entry it supersedes (`change`), through the
+        journal; the answer."""
+        head = capture.heading(now, t.taken)
+
+        def body(pointer: tuple[str, str] | None) -> bytes:
+            return t.prefix + capture.entry(t.fmt, text, tags, source, session, now, head, t.level, pointer).encode()
+
+        pointer = None if change is None else ("", "")
+        new = body(pointer)  # its lines (the pointer's text does not change them)
+        mark = change is not None and change.entry is not None
+        same = change is not None and change.path == t.path
+        if same and change.data != t.before:
+            raise split.Raced(f"{t.path} changed while remembering; nothing was written")
+        provisional = "\n".join(capture.mark_superseded(change.entry, ("", ""), now)).encode() if mark else b""
+        grow = provisional.count(b"\n") - change.old.count(b"\n") if mark else 0  # lines the mark adds
+        lead = len(new) - len(new.lstrip(b"\n"))
+        first = (t.head or b"").count(b"\n") + t.before[: t.at].count(b"\n") + new[:lead].count(b"\n") + 1
+        first += grow if same and mark and change.offset < t.at else 0
+        last = first + new[lead:].rstrip(b"\n").count(b"\n")
+        rewrites: list[journal.Rewrite] = []
+        if change is not None:
+            cfirst = change.first + (new.count(b"\n") if same and change.offset >= t.at else 0)
+            clast = cfirst + (provisional.count(b"\n") if mark else change.last - change.first)
+            what = f"entry {change.heading}" if change.entry is not None else \
+                (f"section “{change.heading}”" if change.heading else "opening")
+            pointer = (f"{change.path}:{cfirst}-{clast}", what)
+            new = body(pointer)
+            if mark:
+                marked = "\n".join(capture.mark_superseded(change.entry, (f"{t.path}:{first}-{last}", f"entry {head}"),
+                                                             now)).encode()
+                rewrites.append(journal.Rewrite(change.path, change.data, [(change.offset, change.old, marked)]))
+        about = {"heading": head, "words": _first_words(text), "what": "remembered", "source": source,
+                 **({"supersedes": pointer[0]} if pointer else {})}
+        paths = list(dict.fromkeys([t.path] + [rw.path for rw in rewrites]))
+        user = self._user_changes(paths)
+        try:
+            if t.route:
+                here = next((rw for rw in rewrites if rw.path == t.path), None)
+                if here is None:
+                    rewrites.insert(0, here := journal.Rewrite(t.path, t.before))
+                here.edits.append((t.at, b"", new))
+                done = journal.edit(self.root, self.journal, t.path, rewrites, about)
+            else:
+                done = journal.append(self.root, self.journal, t.path, new, None if t.head else len(t.before), t.head,
+                                      t.mode, t.made, rewrites, about)
+        except ValueError as e:
+            raise split.SplitError(str(e)) from None
+        self._wrote(paths, user)
+        return {"written": True, "path": t.path, "first": first, "last": last, "heading": head, "overlap": None,
+                "op": done["op"], "created": t.head is not None, "seen": None,
+                "supersedes": None if change is None else {"path": change.path, "first": cfirst, "last": clast,
+                                                           "heading": change.heading, "changed": change.changed},
+                "generation": self.generation}
+
+    def _user_changes(self, paths: list[str]) -> dict[str, int]:
+        """When the user last changed each of `paths` (so vaultd's writes are not taken for
+        the user's)."""
+        return {p: changed_ns(self.state.state, p, n.mtime_ns, n.size) for p in paths if (n := self.notes.get(p))}
+
+    def _target(self, text: str, tags: list[str], now: dt.datetime) -> Target:
+        """Where the entry goes: the first route that matches it, else the day's capture note."""
+        for r in self.config.capture.route:
+            if _matches(r, text, tags):
+                return self._route_target(r)
+        return self._capture_plan(now)
+
+    def _route_target(self, r: Route) -> Target:
+        """The end of the section under `r.heading` in `r.note` (a level below it); the end of
+        the note, after that heading made, when the note has none. SplitError when the note
+        is missing or not a regular file, or too big to read whole."""
+        rel = r.note
+        try:
+            st = os.lstat(self.root / rel)
+        except FileNotFoundError:
+            raise split.SplitError(f"capture.route: {rel} does not exist: create it (remember puts entries into a "
+                                   "note, never makes one elsewhere than the capture folder)") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise split.SplitError(f"capture.route: {rel} is not a regular file")
+        cap = self.config.index.max_file_mb << 20
+        before, size = read_head(self._root, rel, cap)
+        if size > len(before):
+            raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): remember does not write into it")
+        note, lines = parse_lines(rel, before, max_bytes=cap)
+        fmt = "org" if rel.endswith(".org") else "md"
+        heads = sorted(headings_of(note), key=lambda h: h.line)
+        taken = {h.text for h in heads}
+        want = r.heading.strip().casefold()
+        i = next((i for i, h in enumerate(heads) if h.text.casefold() == want), None)
+        mark = "*" if fmt == "org" else "#"
+        if i is None:  # the heading, made at the end of the note
+            sep = b"" if not before or before.endswith(b"\n\n") else b"\n" if before.endswith(b"\n") else b"\n\n"
+            return Target(rel, before, None, len(before), sep + f"{mark} {r.heading.strip()}\n\n".encode(), 2,
+                          taken, fmt, [], 0, True)
+        h = heads[i]
+        end = next((o.line - 1 for o in heads[i + 1 :] if o.level <= h.level), len(lines))
+        while end > h.line and not lines[end - 1].strip():
+            end -= 1
+        raw = before.split(b"\n")
+        at = sum(len(x) + 1 for x in raw[:end])
+        prefix = b"\n"
+        if at > len(before):  # the last line, with no line end
+            at, prefix = len(before), b"\n\n"
+        return Target(rel, before, None, at, prefix, min(h.level + 1, 6 if fmt == "md" else 99), taken, fmt, [], 0,
+                      True)
+
+    def _capture_plan(self, now: dt.datetime) -> Target:
+        """The end of the day's capture note: its bytes now, its head when it is to be made
+        (else None), the mode a note made gets (as readable as the vault's folder is), and
+        the folders made for it. SplitError when today's note is not a regular file, or too
+        big to read."""
         cfg = self.config.capture
         folder, made = self._capture_folder()
         day = now.date()
         pattern = capture.name_pattern(day, cfg.format)
         names = sorted(n for n in os.listdir(self.root / folder) if pattern.fullmatch(n))
-        new = capture.entry(cfg.format, text, tags, source, session, now).encode()
         mode = stat.S_IMODE(os.stat(self.root).st_mode) & 0o666 | 0o600
         if not names:
             taken = {n.id for n in self.notes.values() if n.id}
             ident = split._fresh_ids(taken, 1)[0]
             rel = posixpath.join(folder, capture.file_name(ident, day, cfg.format))
-            return rel, b"", (capture.front_matter(cfg.format, ident, now) + "\n").encode(), new, mode, made
+            head = (capture.front_matter(cfg.format, ident, now) + "\n").encode()
+            return Target(rel, b"", head, 0, b"", 1, set(), cfg.format, made, mode, False)
         rel = posixpath.join(folder, names[0])
         st = os.lstat(self.root / rel)
         if not stat.S_ISREG(st.st_mode):
@@ -141,7 +353,10 @@ class Capture:
         if size > len(before):
             raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
                                    f"{cap >> 20} MB, and appending from those would lose the rest")
-        return rel, before, None, capture.append(before, new.decode())[len(before):], mode, made
+        note, _ = parse_lines(rel, before, max_bytes=cap)
+        sep = capture.append(before, "x")[len(before):-1]
+        return Target(rel, before, None, len(before), sep, 1, {h.text for h in headings_of(note)}, cfg.format, made,
+                      mode, False)
 
     def _capture_folder(self) -> tuple[str, list[str]]:
         """The capture folder as the vault path it really is, checked anew (see
@@ -166,6 +381,38 @@ class Capture:
         except ConfigError as e:
             raise split.SplitError(str(e)) from None
         return folder, made
+
+
+def _matches(r: Route, text: str, tags: list[str]) -> bool:
+    """Whether a `[[capture.route]]` rule takes the entry: its tag, or its pattern found in
+    the text."""
+    if r.match.startswith("tag:"):
+        return r.match[4:].casefold() in (t.casefold() for t in tags)
+    return re.search(r.match, text) is not None
+
+
+def _first_words(text: str, most: int = 8) -> str:
+    """The first words of an entry's text, for `split --history`."""
+    words = text.split()
+    return " ".join(words[:most]) + (" …" if len(words) > most else "")
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """A section's paragraphs (runs of lines between blank lines), and each list item's own
+    line: the passages an entry's changed value is looked for in."""
+    out, run = [], []
+    for ln in lines + [""]:
+        if not ln.strip():
+            if run:
+                out.append("\n".join(run))
+            run = []
+        elif re.match(r"\s*(?:[-*+]|\d+[.)])\s", ln):
+            if run:
+                out.append("\n".join(run))
+            run = [ln]
+        else:
+            run.append(ln)
+    return out
 
 
 def _sections(note, lines: list[str]) -> list[tuple[int, int, str | None]]:

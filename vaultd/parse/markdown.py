@@ -19,6 +19,9 @@ _HEADING_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)|\[\
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # `#` first, then "not after a non-space": a literal start keeps the search fast
 _TAG = re.compile(r"#(?<!\S#)([\w/-]*[^\W\d_][\w/-]*)")
+_TAG_LINE = re.compile(r"[ \t]*#[\w/-]*[^\W\d_][\w/-]*(?:[ \t]+#[\w/-]*[^\W\d_][\w/-]*)*[ \t]*")
+"""A line of nothing but #tags: right under a heading, the heading's own tags (as Org's
+`* Heading :a:b:`), and the note's as every #tag is."""
 
 
 _FM_ENDS = {"---": ("---", "..."), "+++": ("+++",)}
@@ -93,7 +96,11 @@ def parse(text: str) -> MarkdownFacts:
             out.headings.append(Heading(len(h.group(1)), text_, n, numbered(github_slug(text_), slugs)))
             continue
         if "#" in line and n != out.part_header + 1:
-            tags.extend(_TAG.findall(_INLINE_CODE.sub("", line) if "`" in line else line))
+            found = _TAG.findall(_INLINE_CODE.sub("", line) if "`" in line else line)
+            tags.extend(found)
+            if found and out.headings and out.headings[-1].line == n - 1 and _TAG_LINE.fullmatch(line):
+                h = out.headings[-1]  # a line of nothing but #tags right under a heading tags that heading
+                out.headings[-1] = Heading(h.level, h.text, h.line, h.anchor, tuple(dict.fromkeys(t.lower() for t in found)))
     out.tags = dedupe(tags)
     return out
 
