@@ -192,7 +192,7 @@ def test_journal_and_undo_put_the_vault_back_byte_for_byte(capturing):
     two = d.request("remember", text="Printer toner is ordered from the shop on Elm Street.")
     assert two["written"] and not two["created"]
     history = vaultq(d, "split", "--history").stdout.decode()
-    assert f"{two['op']}  done        {v}/{two['path']} -> an entry remembered" in history
+    assert f"{two['op']}  done        {v}/{two['path']} -> entry {two['heading']} remembered: “Printer toner is ordered from the shop on …”" in history
 
     r = vaultq(d, "split", "--undo", two["op"])
     assert r.returncode == 0 and r.stdout.decode() == f"undid {two['op']}\nrestored 1 files\n", r.stderr

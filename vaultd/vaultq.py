@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 from . import ops
@@ -590,7 +591,7 @@ def _run(c: _Asker, args) -> int:
                 print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
         elif args.history:
             for e in res["history"]:
-                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else "an entry remembered" \
+                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else _remembered_row(e) \
                     if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
                 print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
                 if e["status"] == "aborted" and e.get("reason"):
@@ -772,6 +773,17 @@ def _remember(c: _Asker, args) -> int:
     return EXIT_OK
 
 
+def _remembered_row(e: dict) -> str:
+    """What a remembered entry's op did, as `split --history` shows it: the entry's time
+    (its heading) and first words, counted again or superseding another."""
+    it = e.get("entry")
+    if not it:
+        return "an entry remembered"
+    did = "counted again" if it.get("what") == "strengthened" else "remembered"
+    sup = f", supersedes {it['supersedes']}" if it.get("supersedes") else ""
+    return f"entry {it.get('heading')} {did}: “{it.get('words')}”{sup}"
+
+
 def _generic(c: _Asker, cmd: str, args) -> int:
     """Ask `cmd` with each of its arguments (ops.py) as the request field of that name, and
     print the answer as JSON."""
@@ -854,9 +866,15 @@ def _hook(c: _Asker, args) -> int:
                     out.append(context_item(it))
     else:
         vault = c.request("ping")["vault"]
-        put(f"# vaultd: the working set of the notes vault {vault} (HOT notes' openings, then notes changed "
-            "lately; more: the vaultd MCP tools, or vaultq search/context/read)\n")
+        put(f"# vaultd: the working set of the notes vault {vault} (what agents remembered lately, HOT notes' "
+            "openings, then notes changed lately; more: the vaultd MCP tools, or vaultq search/context/read)\n")
         shown = set()
+        room = used + (budget - used) // 3  # the rest for the working set, but the newest entry if it fits
+        for i, it in enumerate(_remembered(c)):
+            text = ("# Remembered lately (newest first; superseded entries left out):\n" if i == 0 else "") + \
+                context_item(it)
+            if (i and used + cost(text, args.unit) > room) or not put(text):
+                break
         items = c.request("context", q="", budget=(budget - used) * 3 // 4, unit=args.unit)["items"]
         for it in items:
             if put(context_item(it)):
@@ -868,6 +886,64 @@ def _hook(c: _Asker, args) -> int:
                     break
     sys.stdout.write("".join(out))
     return EXIT_OK
+
+
+REMEMBERED_NOTES = 3
+"""Capture notes, newest first, whose entries the session-start hook shows."""
+REMEMBERED_LINES = 400
+"""Lines of each capture note's end read for them."""
+_ENTRY_HEAD = re.compile(r"(?:#{1,6}|\*+)[ \t]+(\d\d:\d\d:\d\d(?:-\d+)?)(?:[ \t]+:([\w@#%:]+):)?[ \t]*")
+
+
+def _remembered(c: _Asker) -> list[dict]:
+    """The entries agents remembered in the newest capture notes (changed in the last 7
+    days), newest first, each as a context item (path, first, last, title, text); none when
+    capture is off. Entries a newer one superseded are left out."""
+    st = c.request("status")
+    folder = st.get("capture")
+    if not folder:
+        return []
+    mine = (folder + "/", f"{st['vault']}/{folder}/")  # as the daemon gives paths: in the vault, or absolute
+    notes = [it for it in c.request("recent", days=7.0, limit=100)["recent"] if it["path"].startswith(mine)]
+    out: list[dict] = []
+    for it in notes[:REMEMBERED_NOTES]:
+        total = c.request("read", note=it["path"], lines=[1, 1])["total_lines"]
+        first = max(1, total - REMEMBERED_LINES)
+        res = c.request("read", note=it["path"], lines=[first, total])
+        day = re.search(r"\d{4}-\d\d-\d\d", it["path"].rsplit("/", 1)[-1])
+        for e in reversed(_entries(res["text"].split("\n"), res["first"])):
+            out.append({"path": it["path"], "first": e[0], "last": e[1], "text": e[2],
+                        "title": f"remembered {day.group() + ' ' if day else ''}{e[3]}"})
+    return out
+
+
+def _entries(lines: list[str], start: int) -> list[tuple[int, int, str, str]]:
+    """The entries `remember` wrote among `lines` (the first being line `start`): (first
+    and last line of its text, the text, its heading), in order; superseded ones left out.
+    An entry is a heading that is a time, its tags (a #tag line, or Org heading tags), its
+    property drawer, its text, and (Markdown) who remembered it."""
+    heads = [i for i, ln in enumerate(lines) if _ENTRY_HEAD.fullmatch(ln)]
+    out = []
+    for k, i in enumerate(heads):
+        end = heads[k + 1] if k + 1 < len(heads) else len(lines)
+        m = _ENTRY_HEAD.fullmatch(lines[i])
+        tags = (m.group(2) or "").lower().split(":")
+        j = i + 1
+        if j < end and re.fullmatch(r"(?:#\w+[ \t]*)+", lines[j]):
+            tags += lines[j].lower().replace("#", " ").split()
+            j += 1
+        if "superseded" in tags:
+            continue
+        if j < end and lines[j].strip() == ":PROPERTIES:":
+            j = next((x + 1 for x in range(j, end) if lines[x].strip() == ":END:"), j)
+        stop = next((x for x in range(j, end) if lines[x].startswith("Remembered by ")), end)
+        while j < stop and not lines[j].strip():
+            j += 1
+        while stop > j and not lines[stop - 1].strip():
+            stop -= 1
+        if stop > j:
+            out.append((start + j, start + stop - 1, "\n".join(lines[j:stop]), m.group(1)))
+    return out
 
 
 def _quick(argv: list[str]) -> dict | None:

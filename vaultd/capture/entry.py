@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from ..parse.common import fence_step
 from ..parse.markdown import _ATX
 from ..query.ranking import _STOP, _split, bigrams
+from ..query.search import SUPERSEDED  # the tag a superseded entry carries: search shows it last
 
 MAX_BYTES = 64 << 10
 """The most text one entry may hold, in UTF-8 bytes: a thing to remember, not a document."""
@@ -238,8 +239,6 @@ REMEMBERED = "Remembered by "
 SUPERSEDES = "Supersedes "
 SUPERSEDED_BY = "Superseded by "
 SEEN = "Seen "
-SUPERSEDED = "superseded"
-"""The tag a superseded entry carries (search ranks it after the entry that supersedes it)."""
 
 _HEAD = re.compile(r"\d\d:\d\d:\d\d(?:-\d+)?")
 _MD_HEAD = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t]*")

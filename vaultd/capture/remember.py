@@ -178,16 +178,14 @@ class Capture:
                 theirs = capture.keywords(said)
                 share = capture.overlap(words, theirs)
                 found = Found(path, first, last, heading, share, data, starts[first - 1], old, e)
-                if capture.known(words, theirs) and not capture.differs(text, said):
+                found.changed = next((k for passage in ([said] if e is not None else _paragraphs(block))
+                                      if (k := capture.changes(text, passage))), None)
+                if found.changed:  # a value changed: never the same fact, however many words it shares
+                    if change is None or (e is not None, share) > (change.entry is not None, change.overlap):
+                        change = found
+                elif capture.known(words, theirs) and not capture.differs(text, said):
                     if repeat is None or (share, e is not None) > (repeat.overlap, repeat.entry is not None):
                         repeat = found
-                    continue
-                for passage in [said] if e is not None else _paragraphs(block):
-                    if kind := capture.changes(text, passage):
-                        found.changed = kind
-                        if change is None or (e is not None, share) > (change.entry is not None, change.overlap):
-                            change = found
-                        break
         return repeat, change
 
     def _capture_owns(self, path: str) -> bool:

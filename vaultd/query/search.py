@@ -172,6 +172,8 @@ class Search:
             }
             for score, note in ranked
         ]
+        if matcher is not None:
+            hits = current_first(hits, self.notes)
         if explain:
             for h in hits:
                 h["explain"] = self._explain(p, h["path"], h["score"])
@@ -228,6 +230,30 @@ class Search:
             return []
         finally:
             os.close(fd)
+
+
+SUPERSEDED = "superseded"
+"""The tag of a heading whose section a newer one superseded: `remember` gives it to an
+entry another entry changed a value of (capture/entry.py)."""
+
+
+def current_first(hits: list[dict], notes: dict[str, Note]) -> list[dict]:
+    """Sections superseded (under a heading tagged SUPERSEDED, sub-headings included) are
+    history: a hit's lines there come after its other lines and say so (`superseded`:
+    true), and a hit whose lines all are there comes after every hit that has a line
+    elsewhere (both in their order)."""
+    out = []
+    for h in hits:
+        note = notes.get(h["path"])
+        hs = headings_of(note) if note is not None and h["snippets"] else []
+        spans = [(x.line, next((o.line - 1 for o in hs[i + 1 :] if o.level <= x.level), math.inf))
+                 for i, x in enumerate(hs) if SUPERSEDED in x.tags]
+        if spans:
+            for sn in h["snippets"]:
+                sn["superseded"] = any(a <= sn["line"] <= b for a, b in spans)
+            h["snippets"].sort(key=lambda sn: sn["superseded"])
+        out.append((bool(spans) and all(sn["superseded"] for sn in h["snippets"]), h))
+    return [h for _, h in sorted(out, key=lambda t: t[0])]
 
 
 def place_copies(ranked: list[tuple[float, Note]], mode: str) -> tuple[list[tuple[float, Note]], int]:

@@ -240,13 +240,16 @@ class WorkingSet:
     def recent(self, days: float) -> dict:
         """Notes changed in the last `days`, newest first; not those a bulk stamp (a clone, a
         copy, a checkout: see tiers.BULK) dated, which no one edited (a fresh copy of a vault
-        listed every note)."""
+        listed every note). Capture notes count when an agent's entry was remembered in them
+        (vaultd writes them, for the agent)."""
         cutoff = time.time() - days * 86400
         st = self.state.state
         notes = self.notes
         bulk = bulk_minutes(notes)
+        agents = self.config.capture.folder + "/" if self.config.capture.folder else None
         items = sorted(((m, p) for p, n in notes.items()
-                        if (m := changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff
+                        if (m := n.mtime_ns if agents and p.startswith(agents) else
+                            changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff
                         and not (m == n.mtime_ns and m // MINUTE_NS in bulk)), reverse=True)
         return {"days": days, "recent": [{"path": p, "title": notes[p].title,
                                           "mtime": round(m / 1e9, 3)} for m, p in items]}

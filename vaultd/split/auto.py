@@ -212,7 +212,7 @@ class Splits:
     def split_history(self) -> dict:
         return {"history": [{"kind": e.get("kind", split.SPLIT),
                              **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")},
-                             **{k: e[k] for k in ("reason", "events") if e.get(k)}}
+                             **{k: e[k] for k in ("reason", "events", "entry") if e.get(k)}}
                             for e in self.journal.all()]}
 
     def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
