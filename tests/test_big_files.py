@@ -94,7 +94,8 @@ def test_read_context_and_backlinks_of_a_note_over_the_cap_answer_from_what_was_
     assert r["text"] == HEAD.rstrip("\n") and r["truncated"] is True
     assert "5 lines as far as read: the file is over index.max_file_mb" in _error(d, "read", note="notes/big.md",
                                                                                   lines=[9, 9])
-    r = d.request("read", note="x.md", lines=[1, 3])  # 20 MB of NULs, one line: the cap's worth, no more
+    r = d.request("read", note="x.md", lines=[1, 3], budget=1 << 30, unit="bytes")  # a budget over the cap:
+    # 20 MB of NULs, one line: the cap's worth, no more
     assert r["truncated"] is True and r["total_lines"] == 1 and len(r["text"]) == 20 << 20
     r = d.request("read", note="Deep work", lines=[1, 1])
     assert r["truncated"] is False and r["text"] == "---"  # its front matter

@@ -118,6 +118,17 @@ def test_the_readme_s_hook_commands_ask_the_vault_they_name_before_or_after_the_
                     assert r.stdout == "", "~/work holds nothing about sourdough: nothing is added"
 
 
+def test_the_main_readme_s_hook_commands_with_a_vault_named(home):
+    """README.md's hooks for ~/.claude/settings.json, with `--vault ~/notes` added as it says."""
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    block = next(json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, re.S) if '"UserPromptSubmit"' in b)
+    assert "add `--vault ~/notes` to each command, before or after the" in " ".join(text.split())
+    for event, cmd in commands(block["hooks"]).items():
+        for named in (f"{cmd} --vault ~/notes", vault_first(f"{cmd} --vault ~/notes")):
+            r = run(named, event, home)
+            assert r.returncode == 0 and r.stderr == "" and HEADER.findall(r.stdout), (named, r.stderr)
+
+
 WRONG = [
     ("vaultq hook prompt --vault", "expected one argument"),
     ("vaultq hook prompt --vault ~/notes --budget", "expected one argument"),

@@ -288,7 +288,9 @@ def test_mcp_with_vault_asks_that_vault(two):
             read = await c.call_tool("read", {"note": "plan"})
             one = await c.call_tool("search", {"query": "compost"})
             every = await c.call_tool("search", {"query": "compost", "all_vaults": True})
-            return read.structured_content, one.structured_content, every.structured_content
+            # the note's text is in the text content, not again in the structured content
+            return {**read.structured_content, "text": read.content[0].text.split("\n", 1)[1]}, \
+                one.structured_content, every.structured_content
 
     read, one, every = asyncio.run(main())
     assert read["text"] == "# Plan\nThe work plan."

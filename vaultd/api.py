@@ -209,7 +209,7 @@ class Read(Request, tag="read"):
     lines: _described(Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
                       | None, "Only lines [A, B] (1-based, inclusive; of the section, with `heading`)") = None
     heading: _described(str | None, "Only the section under this heading (its text, anchor or custom id)") = None
-    budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)],
+    budget: _described(Annotated[int, msgspec.Meta(ge=1, le=1 << 31)],
                        f"At most this much text, in `unit` (default {ops.READ_BUDGET}): a longer text is cut at a "
                        "whole line, and the answer's `next` says the `lines` to ask for the rest") = ops.READ_BUDGET
     unit: _described(Literal["tokens", "bytes"], "What the budget counts: tokens (estimated, as for context) or "
