@@ -103,7 +103,7 @@ def test_a_changed_value_supersedes_both_searchable_the_newer_first_the_older_ma
     second = d.request("remember", text=new)
     assert second["written"] and second["supersedes"] == {
         "path": first["path"], "first": first["first"], "last": first["last"] + 2, "heading": first["heading"],
-        "changed": changed}
+        "value": changed}
     lines = (d.vault / first["path"]).read_text().split("\n")
     older = lines[first["first"] - 1 : first["last"] + 2]
     assert older[:2] == [f"# {first['heading']}", "#superseded"] and older[-1].startswith(
@@ -163,11 +163,20 @@ def test_undo_of_a_superseding_entry_restores_the_older_one_s_standing(capturing
     p = d.vault / old["path"]
     alone = tree(d.vault)
     new = d.request("remember", text="Our release branch is named Sequoia.")
-    assert new["supersedes"]["changed"] == "name"
+    assert new["supersedes"]["value"] == "name"
     history = vaultq(d, "split", "--history").stdout
     assert re.search(rf"{new['op']}  done +{re.escape(str(p))} -> entry {new['heading']} remembered: “Our release "
                      rf"branch is named Sequoia.”, supersedes {re.escape(old['path'])}:{old['first']}-{old['last'] + 2}",
                      history), history
+    # counted since: the count is undone first, never left behind under another entry
+    rep = d.request("remember", text="Our release branch is named Sequoia!")
+    assert rep["seen"] == 2
+    counted = p.read_bytes()
+    r = vaultq(d, "split", "--undo", new["op"])
+    assert r.returncode == 2 and f"remembered entry {rep['op']} changed what {new['op']} wrote since (counted or " \
+        f"marked it): undo {rep['op']} first; nothing was undone" in r.stderr, r.stderr
+    assert p.read_bytes() == counted
+    assert vaultq(d, "split", "--undo", rep["op"]).returncode == 0
     # the older entry edited by hand since: undo would lose that, so nothing is undone
     marked = p.read_bytes()
     p.write_bytes(marked.replace(b"Juniper.", b"Juniper (since 2024)."))

@@ -418,7 +418,7 @@ def test_a_correction_supersedes_what_it_corrects_a_repeat_is_counted_and_force_
         res = d.request("remember", text=new)
         assert res["written"] and res["supersedes"] == {"path": was["path"], "first": was["first"],
                                                         "last": was["last"] + 2, "heading": was["heading"],
-                                                        "changed": changed}, (new, res)
+                                                        "value": changed}, (new, res)
     same = d.request("remember", text="Alice likes tea!")  # the newest, said again: counted
     assert not same["written"] and same["overlap"] == 1.0 and same["seen"] == 2
     r = vaultq(d, "remember", "The password rotates every 90 days")

@@ -520,7 +520,7 @@ class SplitReply(Reply):
 class RememberReply(Reply):
     """`written`: the entry is at `path`:`first`-`last` under `heading`, undone by `op`
     (`vaultq split --undo OP`); `created`: the capture note is new; `supersedes`: the entry
-    or section it changes a value of (path, first, last, heading, `changed`: number, day,
+    or section it changes a value of (path, first, last, heading, `value`: number, day,
     name or negation), marked superseded when it is an entry remembered before. Not
     `written`: the section at `path`:`first`-`last` (`heading`, null for a note's opening)
     holds `overlap` of its keywords; when it is an entry remembered before, it is counted:

@@ -323,7 +323,7 @@ def _remember(res: dict) -> str:
     if res["written"]:
         made = " (a new capture note)" if res["created"] else ""
         sup = res.get("supersedes")
-        was = f" It supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['changed']} changed)." if sup else ""
+        was = f" It supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['value']} changed)." if sup else ""
         return (f"Remembered: {where}{made}, entry {res['heading']}; the user can undo it with "
                 f"`vaultq split --undo {res['op']}` (generation {res['generation']}).{was}")
     if res.get("seen"):

@@ -762,7 +762,7 @@ def _remember(c: _Asker, args) -> int:
         print(f"remembered in {where}{' (a new capture note)' if res['created'] else ''} "
               f"(undo: vaultq split --undo {res['op']})")
         if sup := res.get("supersedes"):
-            print(f"supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['changed']} changed)")
+            print(f"supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['value']} changed)")
     elif res.get("seen"):
         print(f"already remembered: {where} “{res['heading']}”, seen {res['seen']} times now "
               f"(undo: vaultq split --undo {res['op']})")

@@ -313,11 +313,28 @@ def locate(vault: Path, entry: dict) -> dict[str, tuple[bytes, bytes]]:
     return out
 
 
+def changed_since(journal: split.Journal, entry: dict) -> str | None:
+    """A later remembered entry, still done, one of whose edits changed bytes this one
+    wrote (an entry counted again or marked superseded since); None when there is none."""
+    wrote = [split._unb64(entry["append"]["bytes"])] if entry.get("append") else []
+    wrote += [_unb64(e["new"]) for e in entry.get("edits") or []]
+    for other in journal.all():
+        if other.get("status") == "done" and is_append(other) and other.get("time", 0) > entry.get("time", 0):
+            for e in other.get("edits") or []:
+                old = _unb64(e["old"])
+                if old and any(old in w for w in wrote):
+                    return other["op"]
+    return None
+
+
 def undo(vault: Path, journal: split.Journal, entry: dict) -> list[str]:
     """Take the entry's bytes out of its capture note and put back what its edits replaced
     (see locate), all or nothing; remove the note (and the folders made for it, when empty)
     when nothing but the head it was made with is left. Returns the paths touched."""
     plan = locate(vault, entry)
+    if later := changed_since(journal, entry):
+        raise split.SplitError(f"remembered entry {later} changed what {entry['op']} wrote since (counted or marked "
+                               f"it): undo {later} first; nothing was undone")
     a = entry.get("append")
     made = a if a and a["head"] is not None else next(  # the entry that made the note, undone before this one or not
         (e["append"] for e in journal.all() if is_append(e) and e.get("append") and e["note"] == entry["note"]

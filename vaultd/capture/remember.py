@@ -269,7 +269,7 @@ class Capture:
         return {"written": True, "path": t.path, "first": first, "last": last, "heading": head, "overlap": None,
                 "op": done["op"], "created": t.head is not None, "seen": None,
                 "supersedes": None if change is None else {"path": change.path, "first": cfirst, "last": clast,
-                                                           "heading": change.heading, "changed": change.changed},
+                                                           "heading": change.heading, "value": change.changed},
                 "generation": self.generation}
 
     def _user_changes(self, paths: list[str]) -> dict[str, int]:
