@@ -25,6 +25,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ..parse.markdown import split_front_matter
 from ..render import context_item as render
@@ -351,6 +352,68 @@ EARNED_NOTES = 2
 NEAR_BEST = 0.8
 """Of those, at most two notes are given, each only if its section's share is at least
 NEAR_BEST of the best one's: a runner-up far behind the best is seldom an answer too."""
+NAMED_SHARE = 0.5
+NAMED_WORDS = 2
+"""The top hit earns a place with less than `min_evidence` of the prompt's weight when the
+prompt names it: its note's title, path or aliases and its section's heading hold at least
+NAMED_SHARE of the weight, in at least NAMED_WORDS of the prompt's words (one word in
+common is a coincidence, two in a title a topic), and its text at least NAMED_SHARE in all
+(`how do I embed one section of another note`: `Embed a note in another note`)."""
+ITEM_BUDGET = 0.5
+"""An item takes at most this share of the budget: a long section is given as the window
+around its best lines (the item names them; the agent reads on if it wants), and a
+second answer has room."""
+LEAD_LINES = 3
+"""A section is read with its note's opening paragraph, as far as this many lines: where a
+note says what it is about (a summary, a definition, the page's first sentence)."""
+
+
+def lead(shown_lines: list[str], start: int) -> list[str]:
+    """The note's opening paragraph from its body's first line `start` (1-based): its lines
+    up to the first blank line or heading, at most LEAD_LINES of them."""
+    out: list[str] = []
+    for line in shown_lines[start - 1 : start - 1 + LEAD_LINES]:
+        if not line.strip() or (out and line.lstrip().startswith(("#", "*"))):
+            break
+        out.append(line)
+    return out
+
+
+class Evidence(NamedTuple):
+    """What a section holds of a prompt (Prompt.judge): `share`, the weighed share of the
+    prompt's units it holds; `held` and `lacks`, those units; `named`, the weighed share its
+    label (the note's title, path and aliases, the section's heading) holds of the units
+    that always count (not the optional ones: a plain word in a title names nothing);
+    `names`, those units."""
+
+    share: float
+    held: list[str]
+    lacks: list[str]
+    named: float
+    names: list[str]
+
+
+def earned(evidence: list[Evidence | None], threshold: float) -> list[tuple[int, str]]:
+    """Which of the top hits' best sections (`evidence`, best hit first; None: a hit with no
+    section to judge) earn a place, and how, best hit first. A section earns with a share of
+    at least `threshold` and near the best one's (NEAR_BEST): "strong" when its label (its
+    note's title, path, aliases and lead, its heading) names some of the words it holds,
+    "held" when only its text holds them; a section that lacks some of the prompt's words
+    earns only strong (words scattered in a text are a coincidence more often than a topic).
+    The top hit also earns "named" when the prompt names it (NAMED_SHARE). The spend follows
+    the evidence: the first section that earns is given whatever its kind, more (another
+    note, at most EARNED_NOTES, and a note's runner-up sections) only when strong.
+    Threshold 0: the top hits' sections, as many as fit."""
+    if threshold <= 0:
+        return [(i, "strong") for i, e in enumerate(evidence) if e is not None][:EARNED_NOTES]
+    best = max((e.share for e in evidence if e is not None), default=0.0)
+    out = [(i, "strong" if e.names else "held") for i, e in enumerate(evidence)
+           if e is not None and e.share >= threshold and e.share >= NEAR_BEST * best and (e.names or not e.lacks)]
+    top = evidence[0] if evidence else None
+    if top is not None and (not out or out[0][0] != 0) and top.share >= NAMED_SHARE and top.named >= NAMED_SHARE \
+            and len(top.names) >= NAMED_WORDS:
+        out.insert(0, (0, "named"))
+    return [o for k, o in enumerate(out) if k == 0 or o[1] == "strong"][:EARNED_NOTES]
 
 
 class Unit:
@@ -453,18 +516,25 @@ class Prompt:
     def __bool__(self) -> bool:
         return any(not u.optional for u in self.units)
 
-    def judge(self, text: str) -> tuple[float, list[str], list[str]]:
-        """How much of the prompt `text` holds: the weighed share of its units (an optional
-        one counted only where held), and the units held and lacking."""
-        found = self.matcher.terms(text) if self.matcher else set()
-        low = text.lower()
-        held, lacks, got, total = [], [], 0.0, 0.0
+    def judge(self, text: str, label: str = "") -> Evidence:
+        """How much of the prompt a section holds: `text`, its lines (with its note's lead),
+        and `label`, what names it (its note's title, path and aliases, its heading); an
+        optional unit counted only where held. See Evidence."""
+        found = self.matcher.terms(text + "\n" + label) if self.matcher else set()
+        low = (text + "\n" + label).lower()
+        in_label = self.matcher.terms(label) if self.matcher else set()
+        low_label = label.lower()
+        held, lacks, names, got, total, named, must = [], [], [], 0.0, 0.0, 0.0, 0.0
         for u in self.units:
+            must += 0.0 if u.optional else u.weight
             if u.held(found, low):
                 held.append(u.word)
                 got += u.weight
                 total += u.weight
+                if not u.optional and u.held(in_label, low_label):
+                    names.append(u.word)
+                    named += u.weight
             elif not u.optional:
                 lacks.append(u.word)
                 total += u.weight
-        return (got / total if total else 0.0), held, lacks
+        return Evidence(got / total if total else 0.0, held, lacks, named / must if must else 0.0, names)

@@ -160,7 +160,7 @@ class WorkingSet:
         content = Matcher(*content_words(p.words, p.stems), p.parsed.phrases)
         matcher = Matcher(p.words, p.stems, p.parsed.phrases)
         runs = [set(bigrams(r)) for r in dict.fromkeys(CJK_RUN.findall(" ".join(p.parsed.words).lower()))]
-        sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first)
+        sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first, lead)
         for score, note in ranked:
             lines, start, seen, hidden = lines_of(note)
             if not lines:
@@ -171,7 +171,7 @@ class WorkingSet:
             if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
                 at = _title_line(lines, note.title)
                 if at is not None:
-                    sections.append((score, note, lines, seen, hidden, heads, [(at, at, at, None)]))
+                    sections.append((score, note, lines, seen, hidden, heads, [(at, at, at, None)], []))
                 continue
             secs = ctx.ranked_sections(seen, heads, content, start, limit=2) if content else []  # two rounds below
             if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
@@ -179,37 +179,45 @@ class WorkingSet:
                 first, last = ctx.section(lines, heads, max(near, start), start)
                 secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
             sections.append((score, note, lines, seen, hidden, heads,
-                             secs or [(*ctx.section(lines, heads, start, start), start, None)]))
-        # The best section of each of the top hits that earns its place (at most EARNED_NOTES, each
-        # near the best one's share), then those notes' runners-up that earn theirs, while the budget lasts
-        judged = [sorted([(sec, *prompt.judge(_evidence_text(note, sec[3], seen, sec[0], sec[1]))) for sec in secs],
-                         key=lambda j: -j[1])  # the section that holds most of the query first
-                  for _, note, _, seen, _, _, secs in sections[: ctx.EARNED_HITS]]
-        best = max((j[0][1] for j in judged if j), default=0.0)
-        earned = [i for i, j in enumerate(judged) if j and j[0][1] >= threshold and j[0][1] >= ctx.NEAR_BEST * best]
-        earned = earned[: ctx.EARNED_NOTES]
+                             secs or [(*ctx.section(lines, heads, start, start), start, None)], ctx.lead(seen, start)))
+        # The best section of each of the top hits that earns its place (context.earned: at most
+        # EARNED_NOTES strong, each near the best one's share, or the top hit the prompt names), then
+        # the strong notes' runners-up that earn theirs, while the budget lasts
+        def judge(note: Note, opening: list[str], seen: list[str], sec) -> ctx.Evidence:
+            first, last, _, heading = sec
+            label = "\n".join([note.title, note.path.replace("/", " "), *note.aliases, heading or "", *opening])
+            return prompt.judge("\n".join(seen[first - 1 : last]), label)
+
+        judged = [sorted([(sec, judge(note, opening, seen, sec)) for sec in secs],
+                         key=lambda j: -j[1].share)  # the section that holds most of the query first
+                  for _, note, _, seen, _, _, secs, opening in sections[: ctx.EARNED_HITS]]
+        earned = ctx.earned([j[0][1] if j else None for j in judged], threshold)
         for round_ in (0, 1):
-            for i in earned:
-                score, note, lines, seen, hidden, heads, _ = sections[i]
-                if round_ >= len(judged[i]):
+            for i, how in earned:
+                score, note, lines, seen, hidden, heads, *_ = sections[i]
+                if round_ >= len(judged[i]) or (round_ and how != "strong"):
                     continue
-                (first, last, focus, heading), share, held, lacks = judged[i][round_]
-                if share < threshold:
+                (first, last, focus, heading), ev = judged[i][round_]
+                if round_ and ev.share < threshold:
                     continue
+                room = min(budget - used, int(budget * ctx.ITEM_BUDGET))
                 why = f"hit {i + 1} for the query" + (f", section “{heading}”" if heading else "")
                 more = {}
                 if explain:
-                    more["explain"] = {"share": round(share, 3), "threshold": threshold, "held": held,
-                                       "lacks": lacks, "ignored": prompt.idle}
-                    why += f"; holds {', '.join(held)}: {share:.2f} of the query's weight" + \
-                        (f" (lacks {', '.join(lacks)})" if lacks else "") + f" >= {threshold}"
+                    more["explain"] = {"share": round(ev.share, 3), "threshold": threshold, "held": ev.held,
+                                       "lacks": ev.lacks, "named": round(ev.named, 3), "names": ev.names,
+                                       "earned": how, "ignored": prompt.idle}
+                    why += f"; holds {', '.join(ev.held)}: {ev.share:.2f} of the query's weight" + \
+                        (f" (lacks {', '.join(ev.lacks)})" if ev.lacks else "") + \
+                        (f" >= {threshold}" if how == "strong" else
+                         f"; its title or heading names {', '.join(ev.names)}: {ev.named:.2f}")
                 make = maker(note, seen, hidden, "hit", why, score, more)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
                 if whole["last"] > last and not any(ln.strip() for ln in seen[first:last]):
                     last = whole["last"]  # a heading over nothing but its subsections: what they say, as it fits
-                elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(budget - used, budget * 0.4):
+                elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(room, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
-                if add(ctx.fit(lines, first, last, focus, make, budget - used, unit)):
+                if add(ctx.fit(lines, first, last, focus, make, room, unit)):
                     self.state.touch(note.path, agent=True)
         return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
                 "items": items}
@@ -302,12 +310,6 @@ def _answers(lines: list[str], matcher: Matcher, runs: list[set[str]]) -> bool:
     Hangul/Han/Kana run (a particle or an ending alone is one bigram of a word's three)."""
     held = matcher.terms("\n".join(lines))
     return any(t in held for t in matcher.latin) or any(2 * len(r & held) >= len(r) for r in runs)
-
-
-def _evidence_text(note: Note, heading: str | None, seen: list[str], first: int, last: int) -> str:
-    """What a section offers as evidence that it answers a query: its note's title, path and
-    aliases, its heading, and its lines as shown (no comments)."""
-    return "\n".join([note.title, note.path.replace("/", " "), *note.aliases, heading or "", *seen[first - 1 : last]])
 
 
 def _title_line(lines: list[str], title: str) -> int | None:
