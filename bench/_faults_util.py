@@ -538,7 +538,7 @@ def check_index(d: Daemon, tokens: set[str], vault: Path | None = None) -> Check
             where.setdefault(t.decode(), set()).add(rel)
     try:
         st = d.ask("status")
-        ch = d.ask("changes", since=0)
+        ch = d.ask("changes", since=0, limit=100_000)  # every note (changes is paged: 500 by default)
         indexed = set(ch["changed"]) if ch.get("reset") else None
         if indexed is not None:
             for rel in sorted(indexed - sizes.keys()):

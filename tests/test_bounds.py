@@ -105,10 +105,12 @@ def test_every_mcp_tool_s_answer_is_within_its_cap(big_vault):
 
     async def steps(c):
         names = [t.name for t in (await c.list_tools()).tools]
-        return names, [(name, await c.call_tool(name, args)) for name, args in DEFAULT_CALLS]
+        fixed = not c.server_capabilities.tools.list_changed
+        return names, fixed, [(name, await c.call_tool(name, args)) for name, args in DEFAULT_CALLS]
 
-    names, answers = mcp_session(str(d.socket), steps)
+    names, fixed, answers = mcp_session(str(d.socket), steps)
     assert sorted(names) == sorted(n for n, _ in DEFAULT_CALLS), "every tool is asked here"
+    assert fixed, "one list of tools, remember in it with capture off: listChanged false"
     for name, got in answers:
         assert _size(got) <= ANSWER_BYTES, (name, _size(got))
         res, text = got.structured_content, got.content[0].text
@@ -272,6 +274,8 @@ def test_vaultq_says_how_to_get_the_rest(big_vault):
     assert r.stdout.splitlines() == truth["big"][last:] and r.stderr == ""
     r = q("grep", "of many", "-n", "10", "--offset", "20")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 10
-    assert "there are more: --offset 30 for the next ones" in r.stderr
+    assert r.stderr == "vaultq: only 10, from the 21st, matches (--limit); the next: --offset 30\n"
+    r = q("grep", "of many", "--format", "paths")  # as rg: every row (ops.GREP_ROWS), not a page of 1,000
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == NOTES and r.stderr == ""
     r = q("--vault", str(d.vault), "search", "hub", "--socket", str(d.socket))  # --socket after the command too
     assert r.returncode == 0 and "hub.md" in r.stdout, r.stderr

@@ -251,7 +251,8 @@ def test_grep_rules(ed):
     assert {r[0] for r in rows("splitter", "--tag", "travel")[1]} == {TOKYO}
     assert {r[0] for r in rows("splitter", "--path", "notes")[1]} == {TOKYO, PART, "notes/가치관.md"}
     code, out, err = q(ed, "grep", "splitter", "-n", "2")
-    assert (code, len(out.splitlines()), err) == (0, 2, "vaultq: only the first 2 matches (--limit)\n")
+    assert (code, len(out.splitlines()), err) == (0, 2, "vaultq: only the first 2 matches (--limit); the next: "
+                                                        "--offset 2\n")
     res = ed.request("grep", q="splitter", limit=2)
     assert (res["total"], res["truncated"]) == (2, True)
     assert q(ed, "grep")[0] == 2 and q(ed, "grep", "x", "-n", "0")[0] == 2

@@ -76,10 +76,17 @@ READ_BUDGET = 8000
 longer text is cut at a whole line, and the answer's `next` says which lines to ask for the rest."""
 
 
-def paged(op: str, what: str) -> tuple[tuple[tuple[str, ...], dict], ...]:
-    """-n/--limit and --offset of a paged operation (see LIMITS)."""
-    return ((("-n", "--limit"), {"type": "int", "default": LIMITS[op], "metavar": "N",
-                                 "help": f"at most N {what} (default {LIMITS[op]}; at most {MOST})"}),
+GREP_ROWS = MOST
+"""`vaultq grep`'s default --limit: as many rows as an answer may hold, as rg gives every one
+(`vaultq grep WORD` gives the lines `rg --vimgrep -i WORD` gives, for editors' quickfix and
+the shell); a request that names no limit gets LIMITS["grep"]."""
+
+
+def paged(op: str, what: str, default: int | None = None) -> tuple[tuple[tuple[str, ...], dict], ...]:
+    """-n/--limit (`default`, else LIMITS[op]) and --offset of a paged operation (see LIMITS)."""
+    default = LIMITS[op] if default is None else default
+    return ((("-n", "--limit"), {"type": "int", "default": default, "metavar": "N",
+                                 "help": f"at most N {what} (default {default}; at most {MOST})"}),
             (("--offset",), {"type": "int", "default": 0, "metavar": "K",
                              "help": f"skip the first K {what}: the next page (vaultq says where it starts)"}))
 
@@ -112,7 +119,7 @@ OPS = (
                                                               "every one"}),
         (("-s", "--case-sensitive"), {"action": "store_true", "help": "case matters (default: ignored)"}),
         (("-w", "--word"), {"action": "store_true", "help": "whole words only (as rg -w)"}),
-        *paged("grep", "rows"),
+        *paged("grep", "rows", default=GREP_ROWS),
         JSON, fmt("paths", "vimgrep", "emacs", "grep", default="vimgrep"), NULL, TAG, PATH,
         (("--after",), {"type": "date", "help": "only notes dated on or after YYYY[-MM[-DD]]"}),
         (("--before",), {"type": "date", "help": "only notes dated before YYYY[-MM[-DD]]"}))),

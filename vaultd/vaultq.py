@@ -393,8 +393,9 @@ def print_grep(res: dict, fmt: str, null: bool = False) -> None:
                 last = m["path"]
             w(f"{m['line']}:{m['byte_col']}:{m['text']}\n")
     if res["more"]:
-        print(f"vaultq: {res['total']} matches shown, from the {_nth(res['offset'] + 1)}; there are more: "
-              f"--offset {res['next']} for the next ones (or a bigger --limit)", file=sys.stderr)
+        which = f"the first {res['total']}" if not res["offset"] else \
+            f"{res['total']}, from the {_nth(res['offset'] + 1)},"
+        print(f"vaultq: only {which} matches (--limit); the next: --offset {res['next']}", file=sys.stderr)
 
 
 def _dot(s: str) -> str:

@@ -251,7 +251,7 @@ where n/p preview and RET lands."
 (defun vaultd--backlink-places (note)
   "The links into NOTE as (LABEL . (FILE LINE COL))."
   (let* ((root (vaultd--root))
-         (res (vaultd--call "backlinks" "--json" "--" note)))
+         (res (vaultd--call "backlinks" "--json" "--limit" "100000" "--" note))) ; all of them, not a page
     (mapcar (lambda (b)
               (let ((path (alist-get 'path b)))
                 (cons (format "%s:%d:%d: %s" path (alist-get 'line b) (alist-get 'col b)
@@ -310,7 +310,8 @@ Every link syntax vaultd reads: wikilinks, Markdown, Org file:, id:, denote:."
                               (if id (format "  %s" id) "")
                               (propertize (format "  %s" (alist-get 'path n)) 'face 'shadow))
                       (cons (cons 'file (vaultd--file root (alist-get 'path n))) n))))
-            (alist-get 'notes (vaultd--call "list" "--json")))))
+            ;; every note, not the first page of 1,000 (`list' is paged: vaultd/ops.py LIMITS)
+            (alist-get 'notes (vaultd--call "list" "--json" "--limit" "100000")))))
 
 (defun vaultd--read-note (prompt)
   (let* ((notes (vaultd--notes))
