@@ -276,3 +276,24 @@ def test_the_rule_is_general_not_one_sentence():
              ("민수는 커피를 좋아한다.", "민수는 커피가 좋다.")]  # a particle and an ending: not a value
     for old, new in other:
         assert entry.changes(new, old) is None, (old, new)
+
+
+def test_org_entries_are_superseded_counted_and_undone_alike(make_daemon, tmp_path):
+    d = make_daemon(extra=config(tmp_path, fmt="org"))
+    old = d.request("remember", text="The NAS wakes at 07:00 every day.", tags=["home"])
+    p = d.vault / old["path"]
+    alone = p.read_bytes()
+    new = d.request("remember", text="The NAS wakes at 08:30 every day.")
+    assert new["supersedes"]["value"] == "number" and new["heading"] != old["heading"]
+    text = p.read_text()
+    assert f"\n* {old['heading']} :home:superseded:\n:PROPERTIES:\n" in text and \
+        f"\n:SUPERSEDED_BY: {old['path']}:{new['first']}-{new['last']} (entry {new['heading']}), [" in text and \
+        f"\n:SUPERSEDES: {old['path']}:{old['first']}-{old['last'] + 1} (entry {old['heading']})\n" in text
+    again = d.request("remember", text="The NAS wakes at 08:30 every day!")
+    assert again["seen"] == 2 and ":SEEN:     2\n:LAST_SEEN: [" in p.read_text()
+    [hit] = d.request("search", q="NAS wakes every day")["hits"]
+    assert [s["superseded"] for s in hit["snippets"]][:1] == [False] and hit["snippets"][-1]["superseded"]
+    for op in (again["op"], new["op"]):
+        r = vaultq(d, "split", "--undo", op)
+        assert r.returncode == 0, r.stderr
+    assert p.read_bytes() == alone

@@ -160,7 +160,8 @@ class Capture:
                 data, _ = read_head(self._root, path, cap)
             except OSError:
                 continue
-            note, lines = parse_lines(path, data, max_bytes=cap)
+            note, _ = parse_lines(path, data, max_bytes=cap)
+            lines = data.decode("utf-8", "replace").split("\n")  # as written (the index's lines blank drawers)
             fmt = "org" if path.endswith(".org") else "md"
             raw = data.split(b"\n")
             starts = [0]
@@ -300,7 +301,8 @@ class Capture:
         before, size = read_head(self._root, rel, cap)
         if size > len(before):
             raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): remember does not write into it")
-        note, lines = parse_lines(rel, before, max_bytes=cap)
+        note, _ = parse_lines(rel, before, max_bytes=cap)
+        lines = before.decode("utf-8", "replace").split("\n")  # as written (the index's lines blank drawers)
         fmt = "org" if rel.endswith(".org") else "md"
         heads = sorted(headings_of(note), key=lambda h: h.line)
         taken = {h.text for h in heads}
