@@ -199,7 +199,8 @@ OPS = (
         (("--force",), {"action": "store_true", "help": "with --undo: even if files changed since"}),
         JSON), writes=True),
     Op("remember", Cli(
-        "append TEXT to the day's capture note, unless the vault holds it already (needs [capture] folder)",
+        "append TEXT to the day's capture note (or a routed note), unless the vault holds it already (an entry "
+        "remembered before is counted); one that changes a value of an entry supersedes it (needs [capture] folder)",
         (("text",), {"metavar": "TEXT", "help": "what to remember (-: read it from standard input)"}),
         (("--tag",), {"action": "append", "default": [], "dest": "tags", "metavar": "T",
                       "help": "a tag of the entry, one word (repeatable)"}),
