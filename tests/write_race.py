@@ -3,7 +3,7 @@
 Each race builds a small vault (a note over the split threshold, two notes linking into
 its sections, a capture folder), runs one journaled operation through the real Vault
 (a split, the undo of a split, the undo of a remembered entry, a remembered entry's
-append) and, at its K-th step (store/checked.py's `pause`: after the check, after the
+append, an entry that supersedes an older one, marking it) and, at its K-th step (store/checked.py's `pause`: after the check, after the
 temporary file is written, after the swap, when a file is done), has an "editor" save
 one of the files the operation writes, in one of three ways editors do:
 
@@ -37,7 +37,7 @@ from vaultd.errors import QueryError
 from vaultd.store import checked
 from vaultd.vault import Vault
 
-OPS = ("split", "undo split", "undo remember", "remember")
+OPS = ("split", "undo split", "undo remember", "remember", "supersede")
 EDITORS = ("inplace", "rename", "backup")
 OLD = time.time() - 3600
 
@@ -75,6 +75,8 @@ def _prepare(v: Vault, op: str) -> str | None:
         return v.remember("The backup runs nightly at 02:00 from the NAS.", ["infra"])["op"]
     if op == "remember":
         v.remember("A first entry, so the note exists and the next one is appended.", ["infra"])
+    if op == "supersede":
+        v.remember("The backup of the NAS runs nightly at 02:00 to the cloud bucket.", ["infra"])
     return None
 
 
@@ -83,6 +85,8 @@ def _run(v: Vault, op: str, undo: str | None) -> None:
         v.split_note("notes/hub.md", check_quiet=False)
     elif op == "remember":
         v.remember("Rotate the API keys every ninety days, says the security note.", ["security"])
+    elif op == "supersede":  # marks the older entry superseded: an edit of the capture note, then the append
+        assert v.remember("The backup of the NAS runs nightly at 03:00 to the cloud bucket.", ["infra"])["supersedes"]
     else:
         v.split_undo(undo)
 
