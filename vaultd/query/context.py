@@ -384,21 +384,23 @@ class Evidence(NamedTuple):
     prompt's units it holds; `held` and `lacks`, those units; `named`, the weighed share its
     label (the note's title, path and aliases, the section's heading) holds of the units
     that always count (not the optional ones: a plain word in a title names nothing);
-    `names`, those units."""
+    `names`, those units; `about`, the units its label or its note's lead (the opening
+    paragraph, where a note says what it is about) holds."""
 
     share: float
     held: list[str]
     lacks: list[str]
     named: float
     names: list[str]
+    about: list[str]
 
 
 def earned(evidence: list[Evidence | None], threshold: float) -> list[tuple[int, str]]:
     """Which of the top hits' best sections (`evidence`, best hit first; None: a hit with no
     section to judge) earn a place, and how, best hit first. A section earns with a share of
-    at least `threshold` and near the best one's (NEAR_BEST): "strong" when its label (its
-    note's title, path, aliases and lead, its heading) names some of the words it holds,
-    "held" when only its text holds them; a section that lacks some of the prompt's words
+    at least `threshold` and near the best one's (NEAR_BEST): "strong" when its label or its
+    note's lead holds some of the prompt's words (Evidence.about), "held" when only its
+    text holds them; a section that lacks some of the prompt's words
     earns only strong (words scattered in a text are a coincidence more often than a topic).
     The top hit also earns "named" when the prompt names it (NAMED_SHARE). The spend follows
     the evidence: the first section that earns is given whatever its kind, more (another
@@ -407,8 +409,8 @@ def earned(evidence: list[Evidence | None], threshold: float) -> list[tuple[int,
     if threshold <= 0:
         return [(i, "strong") for i, e in enumerate(evidence) if e is not None][:EARNED_NOTES]
     best = max((e.share for e in evidence if e is not None), default=0.0)
-    out = [(i, "strong" if e.names else "held") for i, e in enumerate(evidence)
-           if e is not None and e.share >= threshold and e.share >= NEAR_BEST * best and (e.names or not e.lacks)]
+    out = [(i, "strong" if e.about else "held") for i, e in enumerate(evidence)
+           if e is not None and e.share >= threshold and e.share >= NEAR_BEST * best and (e.about or not e.lacks)]
     top = evidence[0] if evidence else None
     if top is not None and (not out or out[0][0] != 0) and top.share >= NAMED_SHARE and top.named >= NAMED_SHARE \
             and len(top.names) >= NAMED_WORDS:
@@ -433,8 +435,16 @@ class Unit:
             return any(f in found for f in self.forms)
         if len(self.core) < 3:
             return self.core in text
+        return self.core in text or 2 * self.part(text) > 1
+
+    def part(self, text: str) -> float:
+        """The share of a Korean word's bigrams `text` holds (0 for a word of two syllables or
+        fewer, or not Korean): as ranking matches Korean, a compound or an inflected word the
+        text holds in part (컨벤션, 컨벤셔널) counts for that part where it is not held whole."""
+        if self.core is None or len(self.core) < 3:
+            return 0.0
         grams = {self.core[i : i + 2] for i in range(len(self.core) - 1)}
-        return self.core in text or 2 * sum(g in text for g in grams) >= len(grams) + 1
+        return sum(g in text for g in grams) / len(grams)
 
 
 def core(run: str) -> str:
@@ -516,15 +526,18 @@ class Prompt:
     def __bool__(self) -> bool:
         return any(not u.optional for u in self.units)
 
-    def judge(self, text: str, label: str = "") -> Evidence:
-        """How much of the prompt a section holds: `text`, its lines (with its note's lead),
-        and `label`, what names it (its note's title, path and aliases, its heading); an
-        optional unit counted only where held. See Evidence."""
-        found = self.matcher.terms(text + "\n" + label) if self.matcher else set()
-        low = (text + "\n" + label).lower()
-        in_label = self.matcher.terms(label) if self.matcher else set()
-        low_label = label.lower()
-        held, lacks, names, got, total, named, must = [], [], [], 0.0, 0.0, 0.0, 0.0
+    def judge(self, text: str, label: str = "", lead: str = "") -> Evidence:
+        """How much of the prompt a section holds: `text`, its lines; `label`, what names it
+        (its note's title, path and aliases, its heading); `lead`, its note's opening
+        paragraph. An optional unit counts only where held; a Korean word not held counts
+        for the share of its bigrams held (Unit.part), and is among those lacking. See
+        Evidence."""
+        whole = "\n".join((text, label, lead))
+        terms = self.matcher.terms if self.matcher else (lambda _: set())  # none: Korean words only
+        found, low = terms(whole), whole.lower()
+        in_label, low_label = terms(label), label.lower()
+        in_lead, low_lead = terms(lead), lead.lower()
+        held, lacks, names, about, got, total, named, must = [], [], [], [], 0.0, 0.0, 0.0, 0.0
         for u in self.units:
             must += 0.0 if u.optional else u.weight
             if u.held(found, low):
@@ -534,7 +547,10 @@ class Prompt:
                 if not u.optional and u.held(in_label, low_label):
                     names.append(u.word)
                     named += u.weight
+                if not u.optional and (u.word in names or u.held(in_lead, low_lead)):
+                    about.append(u.word)
             elif not u.optional:
                 lacks.append(u.word)
                 total += u.weight
-        return Evidence(got / total if total else 0.0, held, lacks, named / must if must else 0.0, names)
+                got += u.weight * u.part(low)
+        return Evidence(got / total if total else 0.0, held, lacks, named / must if must else 0.0, names, about)

@@ -160,7 +160,8 @@ class WorkingSet:
         content = Matcher(*content_words(p.words, p.stems), p.parsed.phrases)
         matcher = Matcher(p.words, p.stems, p.parsed.phrases)
         runs = [set(bigrams(r)) for r in dict.fromkeys(CJK_RUN.findall(" ".join(p.parsed.words).lower()))]
-        sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first, lead)
+        sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first,
+        # (where its body starts, its lead))
         for score, note in ranked:
             lines, start, seen, hidden = lines_of(note)
             if not lines:
@@ -171,7 +172,7 @@ class WorkingSet:
             if start > len(lines):  # no body (an org-roam stub: properties and a title): its title line, if any
                 at = _title_line(lines, note.title)
                 if at is not None:
-                    sections.append((score, note, lines, seen, hidden, heads, [(at, at, at, None)], []))
+                    sections.append((score, note, lines, seen, hidden, heads, [(at, at, at, None)], (start, [])))
                 continue
             secs = ctx.ranked_sections(seen, heads, content, start, limit=2) if content else []  # two rounds below
             if not secs and (near := p.parts.get(note.path, (None,) * 3)[2]) is not None and near <= len(lines):
@@ -179,14 +180,17 @@ class WorkingSet:
                 first, last = ctx.section(lines, heads, max(near, start), start)
                 secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
             sections.append((score, note, lines, seen, hidden, heads,
-                             secs or [(*ctx.section(lines, heads, start, start), start, None)], ctx.lead(seen, start)))
+                             secs or [(*ctx.section(lines, heads, start, start), start, None)],
+                             (start, ctx.lead(seen, start))))
         # The best section of each of the top hits that earns its place (context.earned: at most
         # EARNED_NOTES strong, each near the best one's share, or the top hit the prompt names), then
         # the strong notes' runners-up that earn theirs, while the budget lasts
-        def judge(note: Note, opening: list[str], seen: list[str], sec) -> ctx.Evidence:
+        def judge(note: Note, opening: tuple[int, list[str]], seen: list[str], sec) -> ctx.Evidence:
+            """The section's evidence (context.Prompt.judge): its lines, its label (its note's
+            title, path and aliases, its heading) and its note's lead."""
             first, last, _, heading = sec
-            label = "\n".join([note.title, note.path.replace("/", " "), *note.aliases, heading or "", *opening])
-            return prompt.judge("\n".join(seen[first - 1 : last]), label)
+            label = "\n".join([note.title, note.path.replace("/", " "), *note.aliases, heading or ""])
+            return prompt.judge("\n".join(seen[first - 1 : last]), label, "\n".join(opening[1]))
 
         judged = [sorted([(sec, judge(note, opening, seen, sec)) for sec in secs],
                          key=lambda j: -j[1].share)  # the section that holds most of the query first
