@@ -368,14 +368,18 @@ LEAD_LINES = 3
 note says what it is about (a summary, a definition, the page's first sentence)."""
 
 
-def lead(shown_lines: list[str], start: int) -> list[str]:
-    """The note's opening paragraph from its body's first line `start` (1-based): its lines
-    up to the first blank line or heading, at most LEAD_LINES of them."""
+def lead(shown_lines: list[str], start: int, headings: list) -> list[str]:
+    """The note's opening paragraph: from its body's first line `start` (1-based), past
+    headings and blank lines, its lines up to the next blank line or heading, at most
+    LEAD_LINES of them."""
+    heads = {h.line for h in headings}
     out: list[str] = []
-    for line in shown_lines[start - 1 : start - 1 + LEAD_LINES]:
-        if not line.strip() or (out and line.lstrip().startswith(("#", "*"))):
+    for n in range(start, len(shown_lines) + 1):
+        line = shown_lines[n - 1]
+        if out and (not line.strip() or n in heads or len(out) >= LEAD_LINES):
             break
-        out.append(line)
+        if line.strip() and n not in heads:
+            out.append(line)
     return out
 
 

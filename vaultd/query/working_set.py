@@ -181,7 +181,7 @@ class WorkingSet:
                 secs = [(first, last, first, next((h.text for h in heads if h.line == first), None))]
             sections.append((score, note, lines, seen, hidden, heads,
                              secs or [(*ctx.section(lines, heads, start, start), start, None)],
-                             (start, ctx.lead(seen, start))))
+                             (start, ctx.lead(seen, start, heads))))
         # The best section of each of the top hits that earns its place (context.earned: at most
         # EARNED_NOTES strong, each near the best one's share, or the top hit the prompt names), then
         # the strong notes' runners-up that earn theirs, while the budget lasts
