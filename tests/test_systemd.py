@@ -155,23 +155,23 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
             if until(heard[-1]):
                 return heard[-1]
 
-    try:
-        _told(tmp_path, heard, proc, wait_for, hold, interval=0.002)
-        hear(lambda m: m.startswith("STATUS=indexing ") and m.endswith(" of 400 files"))
-        hear(lambda m: m == f"EXTEND_TIMEOUT_USEC={60 * 1_000_000}")
-        hear(lambda m: m == "WATCHDOG=1")
-        assert not any(m.startswith("READY=1") for m in heard), heard
-        with socket.socket(socket.AF_UNIX) as c:
-            c.connect(str(sock))
-            st = ask(c, "status")["result"]
-        assert st["indexing"] is True and st["reconciled"] is False and st["progress"]["total"] == 400
-        r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(sock), "search", "quokka"],
-                           capture_output=True, text=True, timeout=30, cwd=tmp_path)
-        assert r.returncode == 4 and "still building its first index" in r.stderr, r.stderr
-    finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
-    try:
+    try:  # the daemon is killed and the socket closed whichever step fails
+        try:
+            _told(tmp_path, heard, proc, wait_for, hold, interval=0.002)
+            hear(lambda m: m.startswith("STATUS=indexing ") and m.endswith(" of 400 files"))
+            hear(lambda m: m == f"EXTEND_TIMEOUT_USEC={60 * 1_000_000}")
+            hear(lambda m: m == "WATCHDOG=1")
+            assert not any(m.startswith("READY=1") for m in heard), heard
+            with socket.socket(socket.AF_UNIX) as c:
+                c.connect(str(sock))
+                st = ask(c, "status")["result"]
+            assert st["indexing"] is True and st["reconciled"] is False and st["progress"]["total"] == 400
+            r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", str(sock), "search", "quokka"],
+                               capture_output=True, text=True, timeout=30, cwd=tmp_path)
+            assert r.returncode == 4 and "still building its first index" in r.stderr, r.stderr
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
         ready = hear(lambda m: m.startswith("READY=1"))
         assert ready == "READY=1\nSTATUS=serving"
         with socket.socket(socket.AF_UNIX) as c:
@@ -198,8 +198,16 @@ def _told(tmp_path, heard: list[str], proc, wait, *args, **kw):
         return wait(*args, **kw)
     except (AssertionError, OSError) as e:
         tail = (tmp_path / "vaultd.log").read_text(errors="replace")[-3000:]
+        kids = {pid: _cmdline(pid) for pid in children(proc.pid)}
         raise AssertionError(f"{e!r}; heard {heard[-8:]}; daemon {'alive' if proc.poll() is None else proc.returncode},"
-                             f" children {children(proc.pid)}; its log:\n{tail}") from e
+                             f" children {kids}; its log:\n{tail}") from e
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+    except OSError:
+        return "(gone)"
 
 
 # -- the units ----------------------------------------------------------------------------
