@@ -29,6 +29,11 @@ NOTES = {
                        "![[crema.png]]\n"
                        "[![build](https://img.shields.io/badge/x.svg)](https://ci)\n"
                        "Pull the espresso shot for 25 seconds. <!-- inline note --> Then taste.\n",
+    # the words of a prompt in the bodies only (not in a title, heading or opening paragraph)
+    "notes/trip.md": "# Trip\n\nPlans for the summer.\n\n## Packing\n\nBring the brass compass and the oilcloth map.\n",
+    "notes/hike.md": "# Hike\n\nThe ridge walk in May.\n\n## Kit\n\nA brass compass, an oilcloth map case.\n",
+    "notes/garden.md": "# Garden\n\nThe vegetable patch by the fence.\n\n## Heap\n\nTurn it weekly: lawn clippings, "
+                       "potato peelings and a shovel of loam. Keep it damp, not wet.\n",
     "notes/orgnote.org": "#+title: Tea\n\n* Brewing green tea\n# a private comment line\n#+begin_comment\nsecret one\n"
                          "secret two\n#+end_comment\nBrew green tea at 80 degrees for two minutes.\n"
                          "#+begin_src sh\n# a shell comment stays\nboil --temp 80\n#+end_src\n",
@@ -76,6 +81,63 @@ def test_a_real_question_gets_its_note(kitchen, tmp_path, prompt, note):
     r = hook(kitchen, prompt, tmp_path)
     assert r.returncode == 0 and r.stderr == ""
     assert cited(r.stdout)[:1] == [note], r.stdout
+
+
+def test_a_prompt_that_names_a_section_gets_it_alone_within_half_the_budget(kitchen, tmp_path):
+    """`flat tyre on a tandem`: the section holds two of its three words, under a heading
+    that names both; less than min_evidence, but the prompt names it: one item."""
+    r = hook(kitchen, "flat tyre on a tandem", tmp_path)
+    assert r.returncode == 0 and cited(r.stdout) == ["bikes.md"], r.stdout
+    [it] = kitchen.request("context", q="flat tyre on a tandem", budget=1000, explain=True)["items"]
+    e = it["explain"]
+    assert e["earned"] == "named" and e["share"] < e["threshold"] and {"flat", "tyre"} <= set(e["names"]), e
+    assert it["cost"] <= 1000 * ctx.ITEM_BUDGET
+
+
+def test_words_only_in_a_body_earn_one_item_and_none_when_some_are_lacking(kitchen, tmp_path):
+    """Two notes hold every word of the prompt in their text, none in a title, heading or
+    opening paragraph: the first is given, not both. A note that holds most of a prompt's
+    words in its text but lacks one, and names none of them, is a coincidence: nothing."""
+    items = kitchen.request("context", q="brass compass oilcloth", budget=1000, explain=True)["items"]
+    assert len(items) == 1 and os.path.basename(items[0]["path"]) in ("trip.md", "hike.md"), items
+    assert items[0]["explain"]["earned"] == "held"
+    r = hook(kitchen, "potato peelings, lawn clippings and loam for a wormery", tmp_path)
+    assert (r.returncode, r.stdout) == (0, ""), r.stdout
+
+
+def E(share: float, lacks=(), named: float = 0.0, names=(), about=()) -> ctx.Evidence:  # noqa: N802
+    return ctx.Evidence(share, [], list(lacks), named, list(names), list(about) or list(names))
+
+
+@pytest.mark.parametrize("evidence, want", [
+    ([E(1.0, about=["a"]), E(0.9, about=["b"]), E(1.0, about=["c"])], [(0, "strong"), (1, "strong")]),
+    ([E(1.0), E(1.0), E(1.0)], [(0, "held")]),  # in the text only: the first, no more
+    ([E(1.0), E(0.9, about=["b"])], [(0, "held"), (1, "strong")]),
+    ([E(0.8, lacks=["x"]), E(0.8, lacks=["x"], about=["b"])], [(1, "strong")]),  # lacking, named by nothing
+    ([E(0.6, ["x"], 0.6, ["a", "b"]), E(0.3)], [(0, "named")]),
+    ([E(0.6, ["x"], 0.6, ["a"]), E(0.3)], []),  # one word in common: a coincidence
+    ([E(0.3), E(0.6, ["x"], 0.6, ["a", "b"])], []),  # only the top hit is named so
+    ([E(0.6, ["x"], 0.6, ["a", "b"]), E(0.9, about=["c"])], [(0, "named"), (1, "strong")]),
+    ([E(1.0, about=["a"]), E(0.7, about=["b"])], [(0, "strong")]),  # far behind the best
+    ([None, E(0.5)], []),
+])
+def test_what_earns_a_place(evidence, want):
+    assert ctx.earned(evidence, 0.75) == want
+
+
+def test_a_korean_word_held_in_part_counts_for_its_part():
+    u = ctx.Unit("컨벤션", (), "컨벤션", 1.0)
+    assert u.part("컨벤셔널 커밋") == 0.5 and not u.held(set(), "컨벤셔널 커밋") and u.held(set(), "커밋 컨벤션")
+    assert ctx.Unit("설정", (), "설정", 1.0).part("설치") == 0.0
+
+
+def test_a_notes_lead_is_its_first_paragraph_past_its_headings():
+    class H:
+        def __init__(self, line):
+            self.line = line
+    lines = ["# Title", "", "## Part", "first line", "second", "", "more"]
+    assert ctx.lead(lines, 1, [H(1), H(3)]) == ["first line", "second"]
+    assert ctx.lead(["a", "b", "c", "d"], 1, []) == ["a", "b", "c"][: ctx.LEAD_LINES]
 
 
 def test_explain_says_why_each_item_passed(kitchen):
