@@ -152,11 +152,18 @@ class Tiers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class Context(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     min_evidence: float = 0.75
-    """A section enters `context` (and so the prompt hook) only when it holds at least this
-    share of the query's content words, each weighed by its rarity in the vault (idf), with
-    its note's title, path and aliases: words no note holds count against it; stop words,
+    """A section enters `context` (and so the prompt hook) only with evidence that it answers
+    the query (see query/context.py, `earned`): it holds at least this share of the query's
+    content words, each weighed by its rarity in the vault (idf), with its note's title,
+    path, aliases and opening paragraph (words no note holds count against it; stop words,
     small talk and a request's own words weigh nothing; code-shaped tokens count only where
-    held. When no section earns it, context is empty. 0: every top hit (the budget filled)."""
+    held; a Korean word held in part counts for its part), and, when it lacks some of them,
+    its title, heading or its note's opening paragraph holds some; or it is the top hit's
+    and its title and heading hold half the query's weight (two words at least) and its
+    text half. The first section that earns is given, more (another note, the note's
+    runner-up sections) only when its note's title, heading or opening paragraph holds
+    query words; an item takes at most half the budget. When no section earns, context is
+    empty. 0: every top hit (the budget filled)."""
 
 
 CAPTURE_FORMATS = ("md", "org")

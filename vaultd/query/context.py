@@ -2,11 +2,15 @@
 sections of the top hits that earn their place, never over the budget, every item naming
 the exact lines of the file it holds.
 
-Earned: a section is given for a query only when it holds enough of the query's content
-words, each weighed by how rare it is in the vault (see Prompt and Prompt.judge); words
-that say nothing about a vault (small talk, a request's own words, stop words) weigh
-nothing, and code-shaped tokens (paths, file names, symbols) count only where a note holds
-them. When nothing earns a place, context is empty: the budget is a ceiling, not a quota.
+Earned: a section is given for a query only with evidence that it answers it (see
+Prompt.judge and earned): it holds enough of the query's content words, each weighed by
+how rare it is in the vault (when it lacks some, what says what it is about, its note's
+title, its heading or its note's opening paragraph, holds some of them), or the query
+names it (the top hit's title and heading hold half its weight); words that say nothing about a vault (small talk, a
+request's own words, stop words) weigh nothing, and code-shaped tokens (paths, file names,
+symbols) count only where a note holds them. The spend follows the evidence: one item for
+the first section that earns, more only for strong evidence, each item at most half the
+budget. When nothing earns a place, context is empty: the budget is a ceiling, not a quota.
 
 Clean: what a note's own tool hides is not sent (Obsidian `%% %%` and HTML comments in
 Markdown, Org comment lines and comment blocks), nor lines that hold only images or

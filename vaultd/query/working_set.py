@@ -78,16 +78,21 @@ class WorkingSet:
                 show: Callable[[str], str] | None = None, with_hot: bool | None = None,
                 explain: bool = False) -> dict:
         """The HOT notes' first lines and the best sections of the top hits for `q` that earn
-        their place (see context.py: each holds at least `[context] min_evidence` of the
-        query's weighed content words), never over `budget`, each item with its line range:
-        nothing when nothing earns it. With no words in `q`, the HOT notes may fill all of
-        the budget. `with_hot`: begin with the HOT notes' openings; None (the default):
-        only for a `q` with no words (a prompt's context does not repeat the working set
-        the session start gave; a HOT note the prompt earns comes as a hit). With `explain`,
-        each hit says why it passed (`explain`: its share, the threshold, the words held
-        and lacking), in its `why` too. Each item's path is as `show` gives it
-        (paths.shown), and its header is counted so. Context is an agent's retrieval: the
-        notes it gives are counted apart from a person's reads."""
+        their place (context.earned: a section holds at least `[context] min_evidence` of the
+        query's weighed content words, with its title, heading or its note's opening
+        paragraph holding some when it lacks any; or the top hit's, when the query names it
+        in its title and heading), never over `budget`, each item with its line range, at
+        most half the budget each: nothing when nothing earns it. The first section that
+        earns is given, more only when its title, heading or note's opening paragraph holds
+        query words. With no words in `q`, the HOT notes may fill all of the budget.
+        `with_hot`: begin with the HOT notes' openings; None (the default): only for a `q`
+        with no words (a prompt's context does not repeat the working set the session start
+        gave; a HOT note the prompt earns comes as a hit). With `explain`, each hit says why
+        it passed (`explain`: its share, the threshold, the words held and lacking, the
+        share and words its title and heading name, how it earned, the words that weigh
+        nothing), in its `why` too. Each item's path is as `show` gives it (paths.shown),
+        and its header is counted so. Context is an agent's retrieval: the notes it gives
+        are counted apart from a person's reads."""
         show = show or (lambda rel: rel)
         with_hot = not q.strip() if with_hot is None else with_hot
         threshold = self.config.context.min_evidence
