@@ -13,7 +13,7 @@ A prompt set is a JSON list of {"id", "corpus", "lang", "kind", "prompt", "relev
 coding task about other code, general knowledge, a near miss that shares words with the
 vault); paths are relative to DIR/<corpus> (default ../shared/corpora).
 
-Printed per group (all, split, corpus, lang, answerable kind) for each code:
+Printed per group (all, split, corpus, lang, answerable kind, lang within split) for each code:
 silence (unanswerable prompts with nothing injected), noise (mean tokens injected for an
 unanswerable prompt, as render.estimate_tokens counts them), recall (answerable prompts
 with a relevant note among the items injected), precision (the relevant share of the
@@ -145,9 +145,15 @@ def figures(rows: list[dict]) -> dict:
 
 
 def groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
-    keys = ["all"] + sorted({f"split={r['split']}" for r in rows}) + sorted({f"corpus={r['corpus']}" for r in rows}) \
-        + sorted({f"lang={r['lang']}" for r in rows}) + sorted({f"kind={r['kind']}" for r in rows})
-    return [(k, [r for r in rows if k == "all" or f"{k.split('=')[0]}={r[k.split('=')[0]]}" == k]) for k in keys]
+    """The groups a table shows: all, each split, corpus, language and kind, and each
+    language within each split."""
+    def values(key: str) -> list[str]:
+        return sorted({r[key] for r in rows})
+
+    keys = [[]] + [[(k, v)] for k in ("split", "corpus", "lang", "kind") for v in values(k)] \
+        + [[("split", s), ("lang", lang)] for s in values("split") for lang in values("lang")]
+    return [(" ".join(f"{k}={v}" for k, v in key) or "all", [r for r in rows if all(r[k] == v for k, v in key)])
+            for key in keys]
 
 
 def fmt(x, spec: str) -> str:

@@ -131,6 +131,16 @@ def test_a_korean_word_held_in_part_counts_for_its_part():
     assert ctx.Unit("설정", (), "설정", 1.0).part("설치") == 0.0
 
 
+@pytest.mark.parametrize("word, core", [("점프하는", "점프"), ("설정하는", "설정"), ("처리돼", "처리"), ("가치관이", "가치관")])
+def test_a_korean_words_core_is_its_noun(word, core):
+    assert ctx.core(word) == core
+
+
+@pytest.mark.parametrize("run", ["이랑", "뭐가", "알려줘"])
+def test_a_particle_alone_or_on_a_request_word_weighs_nothing(run):
+    assert ctx.idle_ko(run)
+
+
 def test_a_notes_lead_is_its_first_paragraph_past_its_headings():
     class H:
         def __init__(self, line):

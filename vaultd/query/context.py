@@ -342,6 +342,9 @@ ENDINGS = ("해주세요", "해줄래", "하려면", "했더라", "였더라", "
            "했지", "했나", "였지", "되는",
            "으려면", "려면", "인가요", "나요", "는데", "은데", "이야", "해", "한", "할", "된", "돼", "고", "야")
 """Verb endings a Korean word may carry in a prompt (설정하는: 설정), besides particles."""
+VERB_SUFFIXES = ("하", "되")
+"""What makes a verb of a noun in Korean (하다 and 되다 verbs: 설정하다, 점프하다, 처리되다),
+left after its ending: the noun is what a note holds (설정, 점프)."""
 
 _CODE = re.compile(r"[/\\~]|\w[._]\w|\(\)|^--?\w|[a-z][A-Z]")
 """A token that is code, not a word: a path, a file name, a symbol (foo_bar, a.b, f()),
@@ -456,9 +459,10 @@ class Unit:
 
 
 def core(run: str) -> str:
-    """A Korean word less one particle and one ending (가치관이: 가치관; 설정하는: 설정),
-    keeping at least two syllables."""
-    for tails in (stopwords_ko.PARTICLES, ENDINGS):
+    """A Korean word less one particle and one ending, and then the 하/되 that makes a verb
+    of a noun (하다 and 되다 verbs: 설정하는: 설정, 점프하는: 점프), keeping at least two
+    syllables (가치관이: 가치관)."""
+    for tails in (stopwords_ko.PARTICLES, ENDINGS, VERB_SUFFIXES):
         for t in tails:
             if run.endswith(t) and len(run) - len(t) >= 2:
                 run = run[: -len(t)]
@@ -476,7 +480,11 @@ def predicate(run: str) -> bool:
 
 
 def idle_ko(run: str) -> bool:
-    return run in IDLE_KO or core(run) in IDLE_KO or stopwords_ko.is_stop(run)
+    """Whether a Korean word says nothing of what a prompt asks: small talk or a request's
+    word (IDLE_KO), as it is, less its particle (뭐가: 뭐) or as its core; a stop word; or
+    a particle alone (이랑 of git이랑: a word of other letters before it)."""
+    return run in IDLE_KO or core(run) in IDLE_KO or stopwords_ko.is_stop(run) or run in stopwords_ko.PARTICLES \
+        or any(run.endswith(p) and run[: -len(p)] in IDLE_KO for p in stopwords_ko.PARTICLES)
 
 
 class Prompt:
