@@ -104,8 +104,8 @@ class Indexer:
                 # watchdog reports a tree's folders from one thread, every other change queued
                 # behind them (minutes for a deep tree): scanned meanwhile, so none waits on it
                 rescan = True
-            if self.failed:
-                batch, self.failed = list(dict.fromkeys(self.failed + batch)), []
+            if self.failed:  # still counted as pending until applied (never 0 while a failed batch waits)
+                batch = list(dict.fromkeys(self.failed + batch))
             ok = True
             if time.monotonic() >= retry_at:
                 if rescan:
