@@ -21,7 +21,8 @@ NOTES = {
     "notes/sourdough.md": "# Sourdough\n\n## Feeding the starter\n\nFeed the sourdough starter twice a day with rye flour "
                           "and water, equal weights.\n\n## Baking\n\nBake the loaf at 250 degrees in a dutch oven.\n",
     "notes/bikes.md": "# Bicycle repair\n\n## Fixing a flat tyre\n\nLever the tyre off, find the puncture, patch the "
-                      "inner tube, pump it up again.\n",
+                      "inner tube, pump it up again.\n\n## Commuting\n\nRiding to work beats the bus; it works in the rain "
+                      "too.\n",
     "notes/가치관.md": "# 가치관\n\n가치관은 선택의 기준이다. 무엇을 중요하게 여기는지가 곧 가치관이다.\n",
     "notes/deploy.md": "# Deploying the wiki\n\nWe push the wiki with rsync from the laptop.\n",
     "notes/hidden.md": "# Espresso\n\n<!-- gid:20240928T141333 -->\n%% private: the grinder setting is a secret %%\n"
@@ -65,7 +66,8 @@ def cited(out: str) -> list[str]:
 
 @pytest.mark.parametrize("prompt", ["ok", "thanks!", "commit and push", "sounds good", "고마워!", "좋아 계속해",
                                     "fix the failing pytest in tests/test_api.py", "explain TCP slow start",
-                                    "what's the capital of australia"])
+                                    "what's the capital of australia",
+                                    "nice work", "great, that works now"])  # plain words only: no topic
 def test_the_hook_says_nothing_to_small_talk_and_other_work(kitchen, tmp_path, prompt):
     r = hook(kitchen, prompt, tmp_path)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", ""), (prompt, r.stdout)
