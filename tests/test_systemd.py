@@ -144,7 +144,9 @@ def test_notify_progress_then_ready_once_indexed_with_watchdog_pings_and_stoppin
 
     def hold() -> bool:  # stop every child (the workers, multiprocessing's helper) as it appears
         for pid in children(proc.pid):
-            if pid not in stopped:
+            # only once it runs multiprocessing's code: a child caught between its fork and its
+            # exec (the daemon's command line still) would hold the daemon, which waits for the exec
+            if pid not in stopped and "multiprocessing" in _cmdline(pid):
                 os.kill(pid, signal.SIGSTOP)
                 stopped.add(pid)
         return len(stopped) >= 2
