@@ -385,7 +385,7 @@ def test_grep_and_context_ask_every_vault(two):
     assert c["used"] == sum(i["cost"] for i in c["items"]) and [v["name"] for v in c["vaults"]] == ["notes", "work"]
     small = d.request("context", q="compost", hot=False, budget=c["items"][0]["cost"])
     assert [i["path"] for i in small["items"]] == ["projects/beds.md"] and small["used"] <= small["budget"]
-    full = d.request("context", q="compost", budget=400)  # the HOT openings too, never the same lines twice
+    full = d.request("context", q="compost", budget=400, hot=True)  # the HOT openings too, never the same lines twice
     assert {i["vault"] for i in full["items"] if i["kind"] == "hot"} == {"notes", "work"}
     assert full["used"] <= 400
     spans = [(i["vault"], i["path"], line) for i in full["items"] for line in range(i["first"], i["last"] + 1)]

@@ -371,7 +371,14 @@ common is a coincidence, two in a title a topic), and its text at least NAMED_SH
 ITEM_BUDGET = 0.5
 """An item takes at most this share of the budget: a long section is given as the window
 around its best lines (the item names them; the agent reads on if it wants), and a
-second answer has room."""
+second answer has room. Never less than ITEM_FLOOR of it (a small budget goes whole to
+the first item: half of it may not hold an item's header)."""
+ITEM_FLOOR = 200
+
+
+def item_room(budget: int, used: int) -> int:
+    """What the next item may take of `budget`, `used` of it spent (see ITEM_BUDGET)."""
+    return min(budget - used, max(int(budget * ITEM_BUDGET), min(budget, ITEM_FLOOR)))
 LEAD_LINES = 3
 """A section is read with its note's opening paragraph, as far as this many lines: where a
 note says what it is about (a summary, a definition, the page's first sentence)."""

@@ -209,7 +209,7 @@ class WorkingSet:
                 (first, last, focus, heading), ev = judged[i][round_]
                 if round_ and ev.share < threshold:
                     continue
-                room = min(budget - used, int(budget * ctx.ITEM_BUDGET))
+                room = ctx.item_room(budget, used)
                 why = f"hit {i + 1} for the query" + (f", section “{heading}”" if heading else "")
                 more = {}
                 if explain:
