@@ -97,7 +97,8 @@ def test_a_synonym_query_finds_its_note_only_with_semantic_recall(tmp_path, shor
     finally:
         off.stop()
     cfg = tmp_path / "on.toml"
-    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\ncjk = false\n')
+    # context as before earned context (a note found by its meaning alone earns nothing: README)
+    cfg.write_text('[split]\nmode = "off"\n[semantic]\nenabled = true\ncjk = false\n[context]\nmin_evidence = 0\n')
     on = Daemon(root, tmp_path / "on", short_dir / "on.sock", ["--config", str(cfg)]).start()
     try:
         st = wait_for(lambda: (s := on.status()["semantic"])["notes"] == len(NOTES) and not s["pending"]

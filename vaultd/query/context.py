@@ -425,9 +425,9 @@ def earned(evidence: list[Evidence | None], threshold: float) -> list[tuple[int,
     The top hit also earns "named" when the prompt names it (NAMED_SHARE). The spend follows
     the evidence: the first section that earns is given whatever its kind, more (another
     note, at most EARNED_NOTES, and a note's runner-up sections) only when strong.
-    Threshold 0: the top hits' sections, as many as fit."""
-    if threshold <= 0:
-        return [(i, "strong") for i, e in enumerate(evidence) if e is not None][:EARNED_NOTES]
+    Threshold 0: every hit's sections, as many as fit."""
+    if threshold <= 0:  # every hit, as many as fit: the budget filled, as before context was earned
+        return [(i, "strong") for i, e in enumerate(evidence) if e is not None]
     best = max((e.share for e in evidence if e is not None), default=0.0)
     out = [(i, "strong" if e.about else "held") for i, e in enumerate(evidence)
            if e is not None and e.share >= threshold and e.share >= NEAR_BEST * best and (e.about or not e.lacks)]

@@ -199,7 +199,8 @@ class WorkingSet:
 
         judged = [sorted([(sec, judge(note, opening, seen, sec)) for sec in secs],
                          key=lambda j: -j[1].share)  # the section that holds most of the query first
-                  for _, note, _, seen, _, _, secs, opening in sections[: ctx.EARNED_HITS]]
+                  for _, note, _, seen, _, _, secs, opening in
+                  (sections if threshold <= 0 else sections[: ctx.EARNED_HITS])]  # 0: every hit, as before
         earned = ctx.earned([j[0][1] if j else None for j in judged], threshold)
         for round_ in (0, 1):
             for i, how in earned:
