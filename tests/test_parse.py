@@ -397,3 +397,28 @@ def test_search_for_the_hub_title_does_not_find_a_part_by_its_header(tmp_path):
             "20250101T000001--cloves.org"]
     finally:
         vlt.close()
+
+
+@pytest.mark.parametrize("front,tags", [
+    ("layout: wiki\ntag : unix bell-labs", ["unix", "bell-labs"]),  # Jekyll: singular key, space before the colon
+    ("tag: project, important", ["project", "important"]),
+    ("category: RFCs\ncategories: [web, dev]", ["rfcs", "web", "dev"]),
+    ("Tags: [a]\nKeywords: b c", ["a", "b", "c"]),
+    ("tags: [x]\ntag: y\nkeywords: [z]\ncategories: [x]", ["x", "y", "z"]),
+    ("tags: {a: 1}\ncategory: 3", ["3"]),  # a mapping is no tag; a number is
+])
+def test_tags_from_every_common_front_matter_key(front, tags):
+    assert parse_file("n.md", f"---\n{front}\n---\nbody\n".encode()).tags == tags
+
+
+def test_tags_from_toml_front_matter_and_zola_taxonomies():
+    src = '+++\ntitle = "T"\ncategories = ["hugo"]\n[taxonomies]\ntags = ["zola", "ssg"]\n+++\nbody\n'
+    assert parse_file("n.md", src.encode()).tags == ["hugo", "zola", "ssg"]
+
+
+@pytest.mark.parametrize("front,aliases", [
+    ("alias: Deep work", ["Deep work"]),
+    ("aliases: [focus, deep focus]\nalias: Flow, focus", ["focus", "deep focus", "Flow"]),
+])
+def test_aliases_from_aliases_and_alias(front, aliases):
+    assert parse_file("n.md", f"---\n{front}\n---\nbody\n".encode()).aliases == aliases

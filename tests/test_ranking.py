@@ -215,3 +215,70 @@ def test_a_content_word_of_the_korean_stop_list_keeps_its_weight(tmp_path_factor
         assert got.index("생산성.md") < got.index("창고.md"), got
     finally:
         v.close()
+
+
+def test_a_symbol_outranks_notes_that_repeat_its_parts(tmp_path_factory):
+    """One note says `denote-link-description` once; six say `denote link description`, the
+    same words in the same order, over and over: the symbol's note comes first (the index
+    keeps the symbol whole, not only as the phrase of its parts), and the six still match."""
+    root = _folder(tmp_path_factory, "sym-vs-parts")
+    (root / "formatting.md").write_text("# Formatting\n\nCall denote-link-description to format it.\n")
+    for i in range(6):
+        (root / f"parts{i}.md").write_text(
+            f"# Denote link description {i}\n\n"
+            + "The denote link description is what a denote link shows; denote link description again. " * (2 + i)
+            + "\n")
+    v = _indexed(root)
+    try:
+        got = _paths(v, "denote-link-description")
+        assert got[0] == "formatting.md", got
+        assert len(got) == 7, "the parts still match"
+    finally:
+        v.close()
+
+
+@pytest.mark.parametrize("q,first", [("std::vec::Vec", "rust.md"), ("os.path.join", "python.md")])
+def test_a_symbol_with_dots_or_colons_outranks_its_parts(tmp_path_factory, q, first):
+    root = _folder(tmp_path_factory, "sym-dots")
+    (root / "rust.md").write_text("Make one with std::vec::Vec and push.\n")
+    (root / "python.md").write_text("Join them with os.path.join, then open.\n")
+    for i in range(4):
+        (root / f"prose{i}.md").write_text("The std vec Vec type; a vec in std. The os path join of a path, "
+                                           "join the os path. " * (2 + i) + "\n")
+    v = _indexed(root)
+    try:
+        got = _paths(v, q)
+        assert got[0] == first, got
+    finally:
+        v.close()
+
+
+@pytest.fixture(scope="module")
+def jekyll(tmp_path_factory):
+    """A Jekyll wiki: `bell-labs.md` tags itself with the singular `tag :` key (a space before
+    the colon, tags split on spaces) and never says `Bell Labs` in its text; other notes
+    mention Bell Labs, some of them often."""
+    root = _folder(tmp_path_factory, "jekyll")
+    (root / "bell-labs.md").write_text("---\nlayout: wiki\ntitle: Murray Hill\ntag : unix bell-labs\n---\n\n"
+                                       "The research lab where the transistor, Unix and C were made.\n")
+    (root / "unix-history.md").write_text("---\ntitle: Unix history\n---\n\nKen Thompson wrote Unix at Bell Labs. "
+                                          "Bell Labs gave it to universities.\n")
+    (root / "c-language.md").write_text("Dennis Ritchie made C at Bell Labs, for Unix.\n")
+    (root / "transistor.md").write_text("The transistor came from Bell Labs in 1947. Bell Labs, Bell Labs.\n")
+    (root / "plan9.md").write_text("---\ntags: [os]\n---\nPlan 9 from Bell Labs: the next system of Bell Labs.\n")
+    for i in range(6):
+        (root / f"journal{i}.md").write_text(f"Day {i}. Read about the lab, and about labs of other kinds.\n")
+    v = _indexed(root)
+    yield v
+    v.close()
+
+
+def test_a_jekyll_tag_key_is_a_tag(jekyll):
+    assert _paths(jekyll, "tag:unix") == ["bell-labs.md"]
+    assert _paths(jekyll, "tag:bell-labs") == ["bell-labs.md"]
+
+
+def test_a_query_that_is_a_note_s_tag_or_file_name_ranks_it_above_mere_mentions(jekyll):
+    got = _paths(jekyll, "bell-labs")
+    assert got[0] == "bell-labs.md", got
+    assert {"unix-history.md", "c-language.md", "transistor.md", "plan9.md"} <= set(got), "mentions still match"

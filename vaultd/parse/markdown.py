@@ -123,14 +123,37 @@ def meta_str(value) -> str | None:
     return str(value).strip() or None if is_scalar(value) else None
 
 
+TAG_KEYS = ("tags", "tag", "keywords", "category", "categories")
+"""Front matter keys whose values are a note's tags: Obsidian's and Hugo's `tags`, Jekyll's
+singular `tag`, Denote's `keywords`, Jekyll's and Hugo's `category`/`categories`; and the
+same under Zola's `[taxonomies]`. Key case aside."""
+ALIAS_KEYS = ("aliases", "alias")
+
+
+def _keyed(meta: dict) -> dict:
+    """`meta`'s text keys lower-cased (`Tags:` as `tags:`), the first of a case kept."""
+    out: dict = {}
+    for k, v in meta.items():
+        if isinstance(k, str):
+            out.setdefault(k.strip().lower(), v)
+    return out
+
+
 def meta_tags(meta: dict) -> list[str]:
-    return split_tags(meta.get("tags")) + split_tags(meta.get("keywords"))
+    """The tags of every key of TAG_KEYS, each a list or a string split on spaces or commas
+    (`tag : unix bell-labs`, `categories: [a, b]`), in that order."""
+    keyed = _keyed(meta)
+    taxonomies = keyed.get("taxonomies")
+    zola = _keyed(taxonomies) if isinstance(taxonomies, dict) else {}
+    return [t for source in (keyed, zola) for k in TAG_KEYS for t in split_tags(source.get(k))]
 
 
 def meta_aliases(meta: dict) -> list[str]:
-    val = meta.get("aliases", meta.get("alias"))
-    if isinstance(val, str):
-        return [a.strip() for a in val.split(",") if a.strip()]
-    if isinstance(val, (list, tuple)):
-        return [str(a).strip() for a in val if is_scalar(a) and str(a).strip()]
-    return []
+    """The aliases of `aliases` and `alias`: a list, or a string split on commas."""
+    keyed, out = _keyed(meta), []
+    for val in (keyed.get(k) for k in ALIAS_KEYS):
+        if isinstance(val, str):
+            out += [a.strip() for a in val.split(",") if a.strip()]
+        elif isinstance(val, (list, tuple)):
+            out += [str(a).strip() for a in val if is_scalar(a) and str(a).strip()]
+    return list(dict.fromkeys(out))

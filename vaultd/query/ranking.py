@@ -32,7 +32,7 @@ import tantivy
 from ..config import Search
 from ..errors import QueryError
 from ..note import Note
-from ..store.index import CJK_RUN, TEXT_FIELDS, note_epoch, parse_date
+from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS, note_epoch, parse_date
 from . import stopwords_ko
 
 _T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
@@ -57,9 +57,10 @@ _STOP_WEIGHT = 0.25
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
 _FIELDS = TEXT_FIELDS
-_SYMBOL = re.compile(r"\w+(?:[-_./]\w+)+")
-"""A word joined by -, _, . or / (denote-link-description, foo_bar, a.b.c, org/roam): a name
-from code, a config or a path, matched whole before its parts (see _Builder.symbol)."""
+_SYMBOL = re.compile(SYMBOL)
+"""A word joined by -, _, ., / or :: (denote-link-description, foo_bar, a.b.c, org/roam,
+std::vec::Vec): a name from code, a config or a path, matched whole before its parts (see
+_Builder.symbol)."""
 
 
 def content_words(words: list[str], stems: list[str]) -> tuple[list[str], list[str]]:
@@ -304,19 +305,25 @@ class _Builder:
         return (_Q.boolean_query(rank), exact,
                 _Q.boolean_query([(_O.Must, _Q.const_score_query(found, 0.0)), *rank]))
 
-    def symbol(self, parts: list[str]) -> tantivy.Query:
-        """Notes holding the symbol whose stems are `parts`, word for word, in a title, heading
-        or body: they rank above every note that only holds its parts, as grep would find
-        them (a constant above what the parts can score in any field, tag included: BM25
-        gives a word at most (k1 + 1) x its idf, times the field's boost). Not scored by
-        its positions: Tantivy stops at a note's first match."""
+    def symbol(self, word: str, parts: list[str]) -> tantivy.Query:
+        """Notes holding the symbol `word` (whose stems are `parts`) rank above every note that
+        only holds its parts, however often: the notes that hold it whole (the `symbols`
+        field: in a title, heading, body or the file's name; or a tag) score twice a constant,
+        the notes that hold its parts word for word (`denote link description`, in a title,
+        heading or body) that constant more, which is above what the parts can score in any
+        field, tag included: BM25 gives a word at most (k1 + 1) x its idf, times the field's
+        boost. So a note named `bell-labs.md`, or tagged so, ranks above the notes that
+        mention Bell Labs.
+        Not scored by its positions: Tantivy stops at a note's first match."""
         s, b = self.searcher, self.b
         n = max(1, s.num_docs)
         idf = sum(math.log(1 + (n - df + 0.5) / (df + 0.5)) for w in parts
                   for df in [max((s.doc_freq(f, w) for f in ("title", "body")), default=0)])
         most = 2.2 * idf * (max(b.title_boost, b.heading_boost, b.path_boost, b.body_boost) + b.tag_boost)
-        found = _Q.disjunction_max_query([_Q.phrase_query(self.schema, f, parts) for f in ("title", "headings", "body")])
-        return _Q.const_score_query(found, most + 1.0)
+        worded = _Q.disjunction_max_query([_Q.phrase_query(self.schema, f, parts) for f in ("title", "headings", "body")])
+        whole = _Q.boolean_query([(_O.Should, self.term("symbols", word.lower())), (_O.Should, self.term("tags", word.lower()))])
+        return _Q.boolean_query([(_O.Should, _Q.const_score_query(worded, most + 1.0)),
+                                 (_O.Should, _Q.const_score_query(whole, 2 * (most + 1.0)))])
 
     def known(self, stem: str) -> bool:
         return any(self.searcher.doc_freq(f, stem) for f in ("body", "title"))
@@ -411,7 +418,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
     stems, cjk = _split(plain)
     for w in dict.fromkeys(w for w in p.words if _SYMBOL.fullmatch(w) and not CJK_RUN.search(w)):
         if len(parts := _EN.analyze(w)) >= 2:
-            should.append(bld.symbol(parts))
+            should.append(bld.symbol(w, parts))
     content = [s for s in stems if s not in _STOP]
     found_by: dict[str, list[tantivy.Query]] = {}  # a content word's stem -> what finds it (unweighed)
     for s in stems:

@@ -40,7 +40,7 @@ from ..note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 14  # 14: links carry their line's byte offset (Link.at)
+SCHEMA_VERSION = 15  # 15: the `symbols` field (SYMBOL: code-like tokens kept whole, and the file name)
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 from ..render import CJK as _CJK  # noqa: E402  (one definition: the token estimate counts the same characters)
@@ -131,6 +131,15 @@ TEXT_FIELDS = ("title", "headings", "folders", "body")
 """The fields a note's words are searched in: each English-stemmed, and as `<name>_ko` by
 Hangul/Han/Kana bigrams."""
 
+SYMBOL = r"\w+(?:(?:[-_./]|::)\w+)+"
+"""A code-like token: words joined by -, _, ., / or :: (denote-link-description, foo_bar,
+os.path.join, org/roam, std::vec::Vec). The stemmed fields hold only its parts, as
+`denote link description` in prose would be; the `symbols` field holds it whole,
+lower-cased, from the title, aliases, headings and body, and the file's name (`bell-labs`
+of bell-labs.md), so that a query for it can tell the notes that hold it from those that
+only hold its parts (query/ranking). Tantivy finds them (a Rust regex) as it indexes."""
+_SYMBOL_TOKENS = r"[\w&&[^\xff]]+(?:(?:[-_./]|::)[\w&&[^\xff]]+)+"  # SYMBOL, never through _HOLDER
+
 
 def _schema() -> tantivy.Schema:
     b = tantivy.SchemaBuilder()
@@ -142,6 +151,7 @@ def _schema() -> tantivy.Schema:
         b.add_text_field(name, stored=False, tokenizer_name="en_stem")
         b.add_text_field(f"{name}_ko", stored=False, tokenizer_name="bigram", index_option="freq")
     b.add_text_field("dirs", stored=False, tokenizer_name="raw", index_option="basic")
+    b.add_text_field("symbols", stored=False, tokenizer_name="symbol", index_option="basic")
     b.add_integer_field("mtime", stored=False, indexed=True, fast=True)
     b.add_integer_field("date", stored=False, indexed=True, fast=True)
     b.add_integer_field("key", stored=False, indexed=False, fast=True)  # path_key: a hit's note without a doc fetch
@@ -154,6 +164,8 @@ def _register(idx: tantivy.Index) -> None:
     T, F = tantivy.Tokenizer, tantivy.Filter
     idx.register_tokenizer("bigram", tantivy.TextAnalyzerBuilder(T.ngram(2, 2)).filter(F.lowercase()).build())
     idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
+    idx.register_tokenizer("symbol", tantivy.TextAnalyzerBuilder(T.regex(_SYMBOL_TOKENS)).filter(F.remove_long(100))
+                           .filter(F.lowercase()).build())
 
 
 def fields(note: Note, body: list[str] | None = None) -> dict[str, list]:
@@ -178,6 +190,8 @@ def fields(note: Note, body: list[str] | None = None) -> dict[str, list]:
                 out[field] = [latin]
             if ko:
                 out[f"{field}_ko"] = [ko]
+    # symbols whole (SYMBOL): Tantivy reads the same Latin texts again, plus the file's name
+    out["symbols"] = [out[f][0] for f in ("title", "headings", "body") if f in out] + [file_stem(note.path)]
     if parts:
         out["dirs"] = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
     out["mtime"] = [note.mtime_ns // 1_000_000_000]
@@ -185,6 +199,12 @@ def fields(note: Note, body: list[str] | None = None) -> dict[str, list]:
     out["key"] = [path_key(note.path)]
     out["meta"] = [_meta_encoder.encode(msgspec.structs.replace(note, body=""))]
     return out
+
+
+def file_stem(path: str) -> str:
+    """A note's file name less its extension (`bell-labs` of wiki/bell-labs.md)."""
+    name = path.rpartition("/")[2]
+    return name.rpartition(".")[0] or name
 
 
 def document(fields: dict[str, list]) -> tantivy.Document:
