@@ -282,3 +282,19 @@ def test_a_query_that_is_a_note_s_tag_or_file_name_ranks_it_above_mere_mentions(
     got = _paths(jekyll, "bell-labs")
     assert got[0] == "bell-labs.md", got
     assert {"unix-history.md", "c-language.md", "transistor.md", "plan9.md"} <= set(got), "mentions still match"
+
+
+def test_a_query_that_is_a_note_s_file_name_ranks_it_above_notes_that_say_it_often(tmp_path_factory):
+    """`kubernetes.md`, titled otherwise, says `kubernetes` once; other notes say it often."""
+    root = _folder(tmp_path_factory, "slug-equal")
+    (root / "kubernetes.md").write_text("---\ntitle: K8s 메모\n---\n\nkubernetes 클러스터를 처음 만들 때 적어 둔 것.\n")
+    for i in range(5):
+        (root / f"log{i}.md").write_text(f"Day {i}. Upgraded the kubernetes cluster; kubernetes nodes restarted. "
+                                         * (1 + i) + "\n")
+    v = _indexed(root)
+    try:
+        got = _paths(v, "kubernetes")
+        assert got[0] == "kubernetes.md", got
+        assert len(got) == 6
+    finally:
+        v.close()

@@ -16,7 +16,7 @@ from ..parse import decode
 from ..parse.conflicts import conflict_copy
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
-from ..store.index import CJK_RUN, HELD_BITS, note_epoch
+from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
 from . import stopwords_ko
 from .ranking import Plan, Vocabulary, bigrams, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
@@ -300,5 +300,7 @@ def _name(text: str) -> str:
 
 
 def _named(note: Note, name: str) -> bool:
-    """Whether `note`'s title or one of its aliases is `name` (see _name)."""
-    return _name(note.title) == name or any(_name(a) == name for a in note.aliases)
+    """Whether `note`'s title, one of its aliases, its file's name (`bell-labs` of
+    bell-labs.md) or one of its tags is `name` (see _name): the note is known by it."""
+    return (_name(note.title) == name or any(_name(a) == name for a in note.aliases)
+            or _name(file_stem(note.path)) == name or any(_name(t) == name for t in note.tags))
