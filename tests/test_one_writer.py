@@ -11,7 +11,8 @@ import shutil
 import msgspec
 import pytest
 
-from vaultd.split import splitter as split
+from vaultd.store import journal
+from vaultd.store.state import write_atomic
 from vaultd.config import Config
 from vaultd.errors import QueryError
 from vaultd.vault import Vault
@@ -95,7 +96,7 @@ def test_an_older_journal_in_the_state_folder_is_still_read_and_undone(tmp_path)
         v.reconcile()
         v.split_undo(op)
         assert _tree(v.root) == before
-        assert split.Journal(v.root, (old,)).load(op)["status"] == "undone"
+        assert journal.Journal(v.root, (old,)).load(op)["status"] == "undone"
         assert not (v.root / ".vaultd/split" / f"{op}.json").exists()  # updated where it was
     finally:
         v.close()
@@ -110,8 +111,8 @@ def test_a_split_never_writes_over_a_file_someone_else_created(tmp_path):
         plan = v._split_plan("notes/Big.md")
         theirs = v.root / plan.parts[-1]
         theirs.write_text("someone else's note\n")
-        with pytest.raises(split.SplitError, match="nothing was split"):
-            split.apply(plan, v.root, v.journal)
+        with pytest.raises(journal.SplitError, match="nothing was split"):
+            journal.apply(plan, v.root, v.journal)
         assert theirs.read_text() == "someone else's note\n"
         assert _tree(v.root) == {**before, plan.parts[-1]: b"someone else's note\n"}
         assert [e["status"] for e in v.journal.all()] == ["aborted"]
@@ -124,9 +125,9 @@ def test_a_roll_back_removes_only_the_files_it_wrote_itself(tmp_path):
     root = tmp_path / "v"
     root.mkdir()
     mine, theirs = root / "mine.md", root / "theirs.md"
-    c_mine, c_theirs = split.FileChange("mine.md", None, b"x\n"), split.FileChange("theirs.md", None, b"x\n")
-    written = {"mine.md": split.write_atomic(mine, b"x\n", new=True),
-               "theirs.md": split.write_atomic(theirs, b"x\n", new=True)}
+    c_mine, c_theirs = journal.FileChange("mine.md", None, b"x\n"), journal.FileChange("theirs.md", None, b"x\n")
+    written = {"mine.md": write_atomic(mine, b"x\n", new=True),
+               "theirs.md": write_atomic(theirs, b"x\n", new=True)}
     gone = theirs.stat().st_ctime_ns
     theirs.unlink()
     # A new file may get the old one's inode number: only its ctime tells them apart. No call
@@ -134,10 +135,10 @@ def test_a_roll_back_removes_only_the_files_it_wrote_itself(tmp_path):
     # pass the old one's, as a folder's ctime after a utime shows.
     wait_for(lambda: os.utime(tmp_path) or tmp_path.stat().st_ctime_ns > gone, interval=0.001)
     theirs.write_bytes(b"x\n")  # replaced by another writer with the very same bytes
-    assert split._restore(root, [c_mine, c_theirs], mine=written) == ["mine.md"]
+    assert journal.restore(root, [c_mine, c_theirs], mine=written) == ["mine.md"]
     assert not mine.exists() and theirs.read_bytes() == b"x\n"
     with pytest.raises(FileExistsError):  # and a part is only ever created, never written over another's
-        split.write_atomic(theirs, b"y\n", new=True)
+        write_atomic(theirs, b"y\n", new=True)
     assert theirs.read_bytes() == b"x\n" and sorted(p.name for p in root.iterdir()) == ["theirs.md"]
 
 

@@ -64,7 +64,7 @@ def _answers(sock: Path) -> bool:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    """The vault's files, but for vaultd's split journal (.vaultd/, see split.JOURNAL)."""
+    """The vault's files, but for vaultd's split journal (.vaultd/, see store/journal.py JOURNAL)."""
     return {rel: p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(".vaultd/")}
 
@@ -189,7 +189,8 @@ def test_embeds_count_as_wikilinks_for_the_style(tmp_path, intro):
 
 
 def test_only_a_done_or_undone_split_says_whether_a_note_is_kept_whole(tmp_path):
-    from vaultd.split.splitter import Journal, kept_whole
+    from vaultd.split.splitter import kept_whole
+    from vaultd.store.journal import Journal
 
     j = Journal(tmp_path)
     j.save({"op": "20260101T000000-aaaaaa", "note": "a.md", "status": "done"})

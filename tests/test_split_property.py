@@ -7,7 +7,7 @@ keyword, front matter `identifier`/`id`, Org `:ID:` at file and heading level,
 folders that share names and identifiers with it (a copy in another folder, an exported
 draft with the same identifier), and links of every syntax into it, from other notes and
 from itself. The big note is split through the real planner and journal
-(`split.plan_split` + `split.apply` over a graph of the files on disk, as
+(`split.plan_split` + `journal.apply` over a graph of the files on disk, as
 `Vault.split_note` does), then the independent oracle (tests/split_oracle.py) compares
 every link's meaning before and after, checks the hub's list and the parts' back links,
 that no line is lost and no part name has doubled blanks; undo must restore every byte.
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from conftest import mem_tmp
 from split_oracle import View, compare, doubled_spaces, lines_lost, read_tree
 from vaultd.split import splitter as split
+from vaultd.store import journal as journaled
 from vaultd.config import Split
 from vaultd.ingest.filters import NoteFilter
 from vaultd.store.graph import Graph
@@ -436,7 +437,7 @@ def link_form(raw: str) -> str:
     return raw[:12]
 
 
-def split_all(root: Path, bigs: list[str], threshold: int, journal: split.Journal) -> tuple[list[str], dict, dict]:
+def split_all(root: Path, bigs: list[str], threshold: int, journal: journaled.Journal) -> tuple[list[str], dict, dict]:
     """Split each of `bigs` as Vault.split_note would: plan over a graph of the files on disk,
     then apply through the journal. Returns (ops, {part: note}, {note: why refused})."""
     cfg = Split(threshold=threshold, quiet=0.0)
@@ -448,8 +449,8 @@ def split_all(root: Path, bigs: list[str], threshold: int, journal: split.Journa
         data = (root / big).read_bytes()
         try:
             plan = split.plan_split(notes[big], data, graph, root, cfg, read=lambda p: Path(p).read_bytes())
-            entry = split.apply(plan, root, journal)
-        except split.SplitError as e:
+            entry = journaled.apply(plan, root, journal)
+        except journaled.SplitError as e:
             refused[big] = str(e)
             continue
         ops.append(entry["op"])
@@ -464,7 +465,7 @@ def check_split(gv: GenVault, work: Path) -> Outcome:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(text.encode())
     (work / "elsewhere").mkdir()
-    journal = split.Journal(work / "elsewhere")  # its .vaultd/ out of the tree compared
+    journal = journaled.Journal(work / "elsewhere")  # its .vaultd/ out of the tree compared
     before_tree = read_tree(root)
     before = View(before_tree)
     ops, origin, refused = split_all(root, gv.bigs, gv.threshold, journal)
@@ -497,7 +498,7 @@ def check_split(gv: GenVault, work: Path) -> Outcome:
     for name in doubled_spaces(origin):
         problem("doubled spaces", f"part name with doubled spaces: {name!r}")
     for op in reversed(ops):
-        split.undo(root, journal, op)
+        journaled.undo(root, journal, op)
     if read_tree(root) != before_tree:
         problem("undo not identical", "undo did not restore the tree byte for byte")
     return out

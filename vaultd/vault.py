@@ -24,11 +24,11 @@ from .query.links import LinkGraph
 from .query.ranking import Vocabulary
 from .query.search import Search
 from .query.working_set import WorkingSet
-from .split import splitter as split
 from .split.auto import Splits
 from .store import graph_file
 from .store.graph import Graph
 from .store.index import NoteIndex, path_key
+from .store.journal import Journal, WriterLock
 from .store.state import StateStore, make_private
 
 logger = logging.getLogger("vaultd.vault")
@@ -79,8 +79,8 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self.state = StateStore(self.state_dir / "state.json")
         self._apply_lock = threading.Lock()
         self._split_lock = threading.RLock()  # one write into the vault at a time (a split, an undo)
-        self.journal = split.Journal(self.root, older=(self.state_dir / "split",))
-        self._writer = split.WriterLock(self.root)
+        self.journal = Journal(self.root, older=(self.state_dir / "split",))
+        self._writer = WriterLock(self.root)
         self._taken = 0  # the writer lock's acquisitions seen (see _may_write)
         self._split_announced = False
         self._split_skip: dict[str, tuple[int, str]] = {}

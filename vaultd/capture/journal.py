@@ -22,16 +22,18 @@ cut back at the next start (recover).
 
 from __future__ import annotations
 
-import base64
+import logging
 import os
 import posixpath
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..split import splitter as split
 from ..store import checked
+from ..store.journal import CAPTURE, Journal, Raced, SplitError, b64, crash_point, event, new_op, unb64
 from ..store.state import write_atomic
+
+logger = logging.getLogger("vaultd.split")  # as the journal's own lines
 
 
 @dataclass
@@ -51,22 +53,14 @@ class Rewrite:
             if offset < at or self.before[offset : offset + len(old)] != old:
                 raise ValueError(f"{self.path}: an edit at byte {offset} does not match what was read")
             out += [self.before[at:offset], new]
-            kept.append({"path": self.path, "offset": offset + shift, "old": _b64(old), "new": _b64(new)})
+            kept.append({"path": self.path, "offset": offset + shift, "old": b64(old), "new": b64(new)})
             shift += len(new) - len(old)
             at = offset + len(old)
         out.append(self.before[at:])
         return b"".join(out), kept
 
 
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode("ascii")
-
-
-def _unb64(s: str) -> bytes:
-    return base64.b64decode(s)
-
-
-def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int | None, head: bytes | None,
+def append(vault: Path, journal: Journal, rel: str, new: bytes, size: int | None, head: bytes | None,
            mode: int, made: list[str], rewrites: list[Rewrite] = (), about: dict | None = None) -> dict:
     """Append `new` to the capture note `rel`, which held `size` bytes when read (after the
     `rewrites`, made first: each file written whole through the checked write), in place
@@ -74,12 +68,12 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
     holding `head` then `new` (never over a file someone put there). `about`: what the
     entry is, for `split --history`. Returns the done journal entry; SplitError when a file
     changed meanwhile (nothing was written)."""
-    op, now = split.new_op(rel)
+    op, now = new_op(rel)
     afters = [(rw, *rw.after()) for rw in rewrites]
-    entry = {"op": op, "time": now / 1e9, "kind": split.CAPTURE, "note": rel, "status": "prepared", "parts": [],
+    entry = {"op": op, "time": now / 1e9, "kind": CAPTURE, "note": rel, "status": "prepared", "parts": [],
              "rewritten": 0, "oversized": [], "files": [],
-             "append": {"offset": len(head) if size is None else size, "bytes": split._b64(new),
-                        "head": split._b64(head), "made": made, "file": None},
+             "append": {"offset": len(head) if size is None else size, "bytes": b64(new),
+                        "head": b64(head), "made": made, "file": None},
              "edits": [e for _, _, kept in afters for e in kept], **({"entry": about} if about else {})}
     p = vault / rel
     fd, saved = None, False
@@ -95,17 +89,17 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
             fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size != size:
-                raise split.SplitError(f"{rel} changed while remembering; nothing was written")
+                raise SplitError(f"{rel} changed while remembering; nothing was written")
             entry["append"]["file"] = [st.st_dev, st.st_ino]
             checked.step("checked", p)
         journal.save(entry)
         saved = True
-        split._crash_point(1)
+        crash_point(1)
         if fd is None:
             try:
                 st = write_atomic(p, head + new, mode, new=True)
             except FileExistsError:
-                raise split.SplitError(f"{rel} was created by someone else while remembering; nothing was written")
+                raise SplitError(f"{rel} was created by someone else while remembering; nothing was written")
             entry["append"]["file"] = [st.st_dev, st.st_ino]
         else:
             view = memoryview(new)
@@ -114,7 +108,7 @@ def append(vault: Path, journal: split.Journal, rel: str, new: bytes, size: int 
                 view = view[os.write(fd, view):]
             os.fsync(fd)
             checked.step("done", p)
-        split._crash_point(2)
+        crash_point(2)
     except BaseException as e:
         if fd is not None:
             os.close(fd)
@@ -139,7 +133,7 @@ def _cut_back(vault: Path, entry: dict) -> bool:
     end of the same file), through checked writes: a save landing meanwhile is kept whole
     (then nothing is cut). Whether it did."""
     a, p = entry["append"], vault / entry["note"]
-    new, head = split._unb64(a["bytes"]), split._unb64(a["head"])
+    new, head = unb64(a["bytes"]), unb64(a["head"])
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
@@ -156,20 +150,20 @@ def _cut_back(vault: Path, entry: dict) -> bool:
             checked.replace(p, data, data[:a["offset"]])
         return True
     except checked.Changed as e:
-        split.event(entry, "left", entry["note"], f"cutting back the entry: {e.reason}")
+        event(entry, "left", entry["note"], f"cutting back the entry: {e.reason}")
         return False
     except OSError:
         return False
 
 
-def edit(vault: Path, journal: split.Journal, rel: str, rewrites: list[Rewrite], about: dict | None = None) -> dict:
+def edit(vault: Path, journal: Journal, rel: str, rewrites: list[Rewrite], about: dict | None = None) -> dict:
     """Make the `rewrites` (an entry that only edits: one remembered again, or one put
     under a heading of a routed note; `rel` the note it is about), journaled first, each
     file through the checked write. Returns the done journal entry; SplitError when a file
     changed meanwhile (nothing was written)."""
-    op, now = split.new_op(rel)
+    op, now = new_op(rel)
     afters = [(rw, *rw.after()) for rw in rewrites]
-    entry = {"op": op, "time": now / 1e9, "kind": split.CAPTURE, "note": rel, "status": "prepared", "parts": [],
+    entry = {"op": op, "time": now / 1e9, "kind": CAPTURE, "note": rel, "status": "prepared", "parts": [],
              "rewritten": 0, "oversized": [], "files": [], "append": None,
              "edits": [e for _, _, kept in afters for e in kept], **({"entry": about} if about else {})}
     journal.save(entry)
@@ -195,13 +189,13 @@ def _rewrite(vault: Path, entry: dict, afters: list[tuple[Rewrite, bytes, list[d
             checked.replace(p, rw.before, data)
         except (checked.Changed, FileNotFoundError) as e:
             why = e.reason if isinstance(e, checked.Changed) else "it is gone"
-            split.event(entry, "refused", rw.path, why)
+            event(entry, "refused", rw.path, why)
             for q, before, after in reversed(done):
                 try:
                     checked.replace(q, after, before)
                 except checked.Changed as e2:
-                    split.event(entry, "left", q.relative_to(vault).as_posix(), f"putting it back: {e2.reason}")
-            raise split.Raced(f"{rw.path} changed while remembering ({why}); nothing was written") from None
+                    event(entry, "left", q.relative_to(vault).as_posix(), f"putting it back: {e2.reason}")
+            raise Raced(f"{rw.path} changed while remembering ({why}); nothing was written") from None
         done.append((p, rw.before, data))
 
 
@@ -212,7 +206,7 @@ def _inside(vault: Path, op: str, rel: str) -> str:
     folder = os.path.realpath(vault / posixpath.dirname(rel)) if isinstance(rel, str) else ""
     if (not isinstance(rel, str) or posixpath.isabs(rel) or posixpath.normpath(rel) != rel or rel.startswith("../")
             or (folder != root and not folder.startswith(root + os.sep))):
-        raise split.SplitError(f"remembered entry {op} names {rel!r}, which is not a file inside the vault")
+        raise SplitError(f"remembered entry {op} names {rel!r}, which is not a file inside the vault")
     return rel
 
 
@@ -230,7 +224,7 @@ def _unedit(vault: Path, entry: dict) -> list[str]:
                 checked.replace(p, data, rest)
                 touched.append(rel)
         except checked.Changed as e:
-            split.event(entry, "left", rel, f"putting back what the entry changed: {e.reason}")
+            event(entry, "left", rel, f"putting back what the entry changed: {e.reason}")
         except OSError:
             pass
     return touched
@@ -241,7 +235,7 @@ def _reverted(data: bytes, edits: list[dict]) -> bytes | None:
     offset, or once anywhere: an undo before it moved them), last first; None when one is
     not there as made."""
     for e in sorted(edits, key=lambda e: e["offset"], reverse=True):
-        old, new = _unb64(e["old"]), _unb64(e["new"])
+        old, new = unb64(e["old"]), unb64(e["new"])
         at = e["offset"] if data[e["offset"] : e["offset"] + len(new)] == new else \
             data.find(new) if new and data.count(new) == 1 else -1
         if at < 0:
@@ -250,7 +244,7 @@ def _reverted(data: bytes, edits: list[dict]) -> bytes | None:
     return data
 
 
-def recover(vault: Path, journal: split.Journal) -> list[str]:
+def recover(vault: Path, journal: Journal) -> list[str]:
     """Cut back every append a crash left "prepared", and put back what its edits replaced.
     Returns the paths touched."""
     touched = []
@@ -264,14 +258,14 @@ def recover(vault: Path, journal: split.Journal) -> list[str]:
                 touched += _unedit(vault, entry)
                 entry["status"] = "rolled back"
                 journal.save(entry)
-            except (split.SplitError, KeyError, TypeError, ValueError) as e:
-                split.logger.error("journal entry %s left as it is: %s", entry.get("op"), e)
+            except (SplitError, KeyError, TypeError, ValueError) as e:
+                logger.error("journal entry %s left as it is: %s", entry.get("op"), e)
     return touched
 
 
 def is_append(entry: dict) -> bool:
     """Whether a journal entry is a remembered entry's (appended, edits made, or both)."""
-    return entry.get("kind") == split.CAPTURE and (isinstance(entry.get("append"), dict)
+    return entry.get("kind") == CAPTURE and (isinstance(entry.get("append"), dict)
                                                    or isinstance(entry.get("edits"), list))
 
 
@@ -282,7 +276,7 @@ def locate(vault: Path, entry: dict) -> dict[str, tuple[bytes, bytes]]:
     (nothing is undone)."""
     op, rel = entry["op"], entry["note"]
     if entry["status"] != "done":
-        raise split.SplitError(f"remembered entry {op} is {entry['status']}, not done: nothing to undo")
+        raise SplitError(f"remembered entry {op} is {entry['status']}, not done: nothing to undo")
     a = entry.get("append")
     edits = entry.get("edits") or []
     out: dict[str, tuple[bytes, bytes]] = {}
@@ -290,51 +284,51 @@ def locate(vault: Path, entry: dict) -> dict[str, tuple[bytes, bytes]]:
         p = vault / _inside(vault, op, path)
         try:
             if not stat.S_ISREG(os.lstat(p).st_mode):
-                raise split.SplitError(f"{path} is no longer a regular file: remembered entry {op} is not undone")
+                raise SplitError(f"{path} is no longer a regular file: remembered entry {op} is not undone")
             data = p.read_bytes()
         except FileNotFoundError:
-            raise split.SplitError(f"{path} is gone: remembered entry {op} has nothing left to undo") from None
+            raise SplitError(f"{path} is gone: remembered entry {op} has nothing left to undo") from None
         rest = data
         if a and path == rel:
-            new = split._unb64(a["bytes"])
+            new = unb64(a["bytes"])
             at = a["offset"] if data[a["offset"] : a["offset"] + len(new)] == new else \
                 data.find(new) if data.count(new) == 1 else -1
             if at < 0:
-                raise split.SplitError(f"{rel}: the entry remembered by {op} was edited or removed since: undo takes "
-                                       "out only the entry as it was written (edit the note by hand; --force does not "
-                                       "change that)")
+                raise SplitError(f"{rel}: the entry remembered by {op} was edited or removed since: undo takes "
+                                 "out only the entry as it was written (edit the note by hand; --force does not "
+                                 "change that)")
             rest = data[:at] + data[at + len(new):]
         mine = [e for e in edits if e["path"] == path]
         if mine and (rest := _reverted(rest, mine)) is None:
-            raise split.SplitError(f"{path}: what remembered entry {op} changed there (an entry it marked, counted or "
-                                   "put under a heading) was edited since: undo puts back only what it wrote (edit the "
-                                   "note by hand; --force does not change that)")
+            raise SplitError(f"{path}: what remembered entry {op} changed there (an entry it marked, counted or "
+                             "put under a heading) was edited since: undo puts back only what it wrote (edit the "
+                             "note by hand; --force does not change that)")
         out[path] = (data, rest)
     return out
 
 
-def changed_since(journal: split.Journal, entry: dict) -> str | None:
+def changed_since(journal: Journal, entry: dict) -> str | None:
     """A later remembered entry, still done, one of whose edits changed bytes this one
     wrote (an entry counted again or marked superseded since); None when there is none."""
-    wrote = [split._unb64(entry["append"]["bytes"])] if entry.get("append") else []
-    wrote += [_unb64(e["new"]) for e in entry.get("edits") or []]
+    wrote = [unb64(entry["append"]["bytes"])] if entry.get("append") else []
+    wrote += [unb64(e["new"]) for e in entry.get("edits") or []]
     for other in journal.all():
         if other.get("status") == "done" and is_append(other) and other.get("time", 0) > entry.get("time", 0):
             for e in other.get("edits") or []:
-                old = _unb64(e["old"])
+                old = unb64(e["old"])
                 if old and any(old in w for w in wrote):
                     return other["op"]
     return None
 
 
-def undo(vault: Path, journal: split.Journal, entry: dict) -> list[str]:
+def undo(vault: Path, journal: Journal, entry: dict) -> list[str]:
     """Take the entry's bytes out of its capture note and put back what its edits replaced
     (see locate), all or nothing; remove the note (and the folders made for it, when empty)
     when nothing but the head it was made with is left. Returns the paths touched."""
     plan = locate(vault, entry)
     if later := changed_since(journal, entry):
-        raise split.SplitError(f"remembered entry {later} changed what {entry['op']} wrote since (counted or marked "
-                               f"it): undo {later} first; nothing was undone")
+        raise SplitError(f"remembered entry {later} changed what {entry['op']} wrote since (counted or marked "
+                         f"it): undo {later} first; nothing was undone")
     a = entry.get("append")
     made = a if a and a["head"] is not None else next(  # the entry that made the note, undone before this one or not
         (e["append"] for e in journal.all() if is_append(e) and e.get("append") and e["note"] == entry["note"]
@@ -343,7 +337,7 @@ def undo(vault: Path, journal: split.Journal, entry: dict) -> list[str]:
     try:
         for path, (data, rest) in plan.items():
             p = vault / path
-            if path == entry["note"] and made is not None and rest == split._unb64(made["head"]):
+            if path == entry["note"] and made is not None and rest == unb64(made["head"]):
                 checked.remove(p, data)
                 _unmake(vault, made["made"])
                 done.append((p, data, None))
@@ -351,16 +345,16 @@ def undo(vault: Path, journal: split.Journal, entry: dict) -> list[str]:
                 checked.replace(p, data, rest)
                 done.append((p, data, rest))
     except checked.Changed as e:
-        split.event(entry, "refused", e.path.relative_to(vault).as_posix() if e.path.is_relative_to(vault) else
-                    entry["note"], f"undo: {e.reason}")
+        event(entry, "refused", e.path.relative_to(vault).as_posix() if e.path.is_relative_to(vault) else
+              entry["note"], f"undo: {e.reason}")
         for p, data, rest in reversed(done):  # what was undone is put back as it was
             try:
                 checked.create(p, data) if rest is None else checked.replace(p, rest, data)
             except (checked.Changed, FileExistsError):
-                split.event(entry, "left", p.relative_to(vault).as_posix(), "undo, putting it back: it changed")
+                event(entry, "left", p.relative_to(vault).as_posix(), "undo, putting it back: it changed")
         journal.save(entry)
-        raise split.Raced(f"{entry['note']} changed while undoing remembered entry {entry['op']} ({e.reason}); "
-                          "nothing was undone: try again") from None
+        raise Raced(f"{entry['note']} changed while undoing remembered entry {entry['op']} ({e.reason}); "
+                    "nothing was undone: try again") from None
     entry["status"] = "undone"
     journal.save(entry)
     return list(plan)

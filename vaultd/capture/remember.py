@@ -36,6 +36,7 @@ import os
 import posixpath
 import re
 import stat
+import time
 from dataclasses import dataclass
 
 from ..config import Route, real_capture_folder
@@ -44,7 +45,7 @@ from ..note import headings_of
 from ..parse import parse_lines
 from ..query.context import section
 from ..paths import read_head
-from ..split import splitter as split
+from ..store.journal import Raced, SplitError
 from ..store.state import changed_ns
 from . import entry as capture
 from . import journal
@@ -135,7 +136,7 @@ class Capture:
                 self._writing()
                 target = self._target(text, tags, now)
                 res = self._put_entry(target, text, tags, source, session, now, change)
-            except (split.SplitError, OSError) as e:
+            except (SplitError, OSError) as e:
                 raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) \
                     from None
         logger.info("remembered %d bytes from %s in %s:%d-%d (undo: vaultq split --undo %s)",
@@ -208,7 +209,7 @@ class Capture:
             about = {"heading": found.heading, "words": _first_words(found.entry.text), "what": "strengthened",
                      "source": source}
             done = journal.edit(self.root, self.journal, found.path, [rw], about)
-        except (split.SplitError, OSError, ValueError) as e:
+        except (SplitError, OSError, ValueError) as e:
             raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) from None
         self._wrote([found.path], user)
         seen = found.entry.seen + 1
@@ -231,7 +232,7 @@ class Capture:
         mark = change is not None and change.entry is not None
         same = change is not None and change.path == t.path
         if same and change.data != t.before:
-            raise split.Raced(f"{t.path} changed while remembering; nothing was written")
+            raise Raced(f"{t.path} changed while remembering; nothing was written")
         provisional = "\n".join(capture.mark_superseded(change.entry, ("", ""), now)).encode() if mark else b""
         grow = provisional.count(b"\n") - change.old.count(b"\n") if mark else 0  # lines the mark adds
         lead = len(new) - len(new.lstrip(b"\n"))
@@ -265,7 +266,7 @@ class Capture:
                 done = journal.append(self.root, self.journal, t.path, new, None if t.head else len(t.before), t.head,
                                       t.mode, t.made, rewrites, about)
         except ValueError as e:
-            raise split.SplitError(str(e)) from None
+            raise SplitError(str(e)) from None
         self._wrote(paths, user)
         return {"written": True, "path": t.path, "first": first, "last": last, "heading": head, "overlap": None,
                 "op": done["op"], "created": t.head is not None, "seen": None,
@@ -293,14 +294,14 @@ class Capture:
         try:
             st = os.lstat(self.root / rel)
         except FileNotFoundError:
-            raise split.SplitError(f"capture.route: {rel} does not exist: create it (remember puts entries into a "
-                                   "note, never makes one elsewhere than the capture folder)") from None
+            raise SplitError(f"capture.route: {rel} does not exist: create it (remember puts entries into a "
+                             "note, never makes one elsewhere than the capture folder)") from None
         if not stat.S_ISREG(st.st_mode):
-            raise split.SplitError(f"capture.route: {rel} is not a regular file")
+            raise SplitError(f"capture.route: {rel} is not a regular file")
         cap = self.config.index.max_file_mb << 20
         before, size = read_head(self._root, rel, cap)
         if size > len(before):
-            raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): remember does not write into it")
+            raise SplitError(f"{rel} is over the size cap (index.max_file_mb): remember does not write into it")
         note, _ = parse_lines(rel, before, max_bytes=cap)
         lines = before.decode("utf-8", "replace").split("\n")  # as written (the index's lines blank drawers)
         fmt = "org" if rel.endswith(".org") else "md"
@@ -338,7 +339,7 @@ class Capture:
         mode = stat.S_IMODE(os.stat(self.root).st_mode) & 0o666 | 0o600
         if not names:
             taken = {n.id for n in self.notes.values() if n.id}
-            ident = split._fresh_ids(taken, 1)[0]
+            ident = _fresh_ids(taken, 1)[0]
             rel = posixpath.join(folder, capture.file_name(ident, day, cfg.format))
             head = (capture.front_matter(cfg.format, ident, now) + "\n").encode()
             return Target(rel, b"", head, 0, b"", 1, set(), cfg.format, made, mode, False)
@@ -346,13 +347,13 @@ class Capture:
         st = os.lstat(self.root / rel)
         if not stat.S_ISREG(st.st_mode):
             what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise split.SplitError(f"today's capture note {self.root / rel} is {what}: remember writes only regular "
-                                   "files (move it away); nothing was written")
+            raise SplitError(f"today's capture note {self.root / rel} is {what}: remember writes only regular "
+                             "files (move it away); nothing was written")
         cap = self.config.index.max_file_mb << 20
         before, size = read_head(self._root, rel, cap)  # a regular file of the vault, or OSError
         if size > len(before):
-            raise split.SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
-                                   f"{cap >> 20} MB, and appending from those would lose the rest")
+            raise SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
+                             f"{cap >> 20} MB, and appending from those would lose the rest")
         note, _ = parse_lines(rel, before, max_bytes=cap)
         sep = capture.append(before, "x")[len(before):-1]
         return Target(rel, before, None, len(before), sep, 1, {h.text for h in headings_of(note)}, cfg.format, made,
@@ -366,7 +367,7 @@ class Capture:
         try:
             folder = real_capture_folder(self.root, cfg.capture.folder, cfg.watch.ignore_dirs)
         except ConfigError as e:
-            raise split.SplitError(str(e)) from None
+            raise SplitError(str(e)) from None
         mode = stat.S_IMODE(os.stat(self.root).st_mode)
         made, path = [], self.root
         for part in folder.split("/"):
@@ -379,8 +380,21 @@ class Capture:
             if real_capture_folder(self.root, folder, cfg.watch.ignore_dirs) != folder:
                 raise ConfigError(f"capture.folder {cfg.capture.folder!r} changed while remembering")
         except ConfigError as e:
-            raise split.SplitError(str(e)) from None
+            raise SplitError(str(e)) from None
         return folder, made
+
+
+def _fresh_ids(taken: set[str], n: int) -> list[str]:
+    """n Denote identifiers as Denote gives a note created now (the time, a second later
+    while one is taken), none already used in the vault."""
+    t = int(time.time())
+    out: list[str] = []
+    while len(out) < n:
+        ident = time.strftime("%Y%m%dT%H%M%S", time.localtime(t))
+        if ident not in taken and ident not in out:  # `taken` is left as it is: callers share it
+            out.append(ident)
+        t += 1
+    return out
 
 
 def _matches(r: Route, text: str, tags: list[str]) -> bool:

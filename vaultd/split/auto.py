@@ -10,7 +10,8 @@ import os
 from ..errors import QueryError
 from ..paths import read_head
 from ..store.state import as_written, changed_ns
-from ..capture import journal
+from ..capture import journal as capture_journal
+from ..store import journal
 from . import splitter as split
 
 logger = logging.getLogger("vaultd.vault")
@@ -37,7 +38,7 @@ class Splits:
                 return False
             if self._taken != self._writer.taken:
                 self._taken = self._writer.taken
-                for rel in split.recover(self.root, self.journal) + journal.recover(self.root, self.journal):
+                for rel in journal.recover(self.root, self.journal) + capture_journal.recover(self.root, self.journal):
                     # a crash mid-split or mid-append: back to before
                     logger.warning("restored %s from the split journal", rel)
                 self._read_journal()
@@ -161,9 +162,9 @@ class Splits:
             return False
         return as_written(self.state.state, path, st.st_mtime_ns, st.st_size)
 
-    def _write(self, plan: split.Plan, kind: str = split.SPLIT, mode: int | None = None) -> dict:
+    def _write(self, plan: split.Plan, kind: str = journal.SPLIT, mode: int | None = None) -> dict:
         """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
-        and index it. Returns the journal entry. `mode`: of the files it makes (see split.apply)."""
+        and index it. Returns the journal entry. `mode`: of the files it makes (see journal.apply)."""
         user = {}  # each file's time of change as the user left it: parts take the note's
         for c in plan.changes:
             n = self.notes.get(c.path)
@@ -171,7 +172,7 @@ class Splits:
         note_ns = user.get(plan.note, 0)
         with self._split_lock:
             self._writing()
-            entry = split.apply(plan, self.root, self.journal, kind, mode)
+            entry = journal.apply(plan, self.root, self.journal, kind, mode)
         self._wrote([c.path for c in plan.changes], {p: ns or note_ns for p, ns in user.items()})
         return entry
 
@@ -210,7 +211,7 @@ class Splits:
         return {"split": done, "skipped": skipped}
 
     def split_history(self) -> dict:
-        return {"history": [{"kind": e.get("kind", split.SPLIT),
+        return {"history": [{"kind": e.get("kind", journal.SPLIT),
                              **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")},
                              **{k: e[k] for k in ("reason", "events", "entry") if e.get(k)}}
                             for e in self.journal.all()]}
@@ -220,7 +221,7 @@ class Splits:
         (entries remembered are undone one by one, by their op)."""
         entries = self.journal.all()
         if every:
-            ops = [e["op"] for e in entries if e.get("status") == "done" and e.get("kind") != split.CAPTURE]
+            ops = [e["op"] for e in entries if e.get("status") == "done" and e.get("kind") != journal.CAPTURE]
         ops = [ops] if isinstance(ops, str) else list(ops or [])
         if not ops:
             if every:
@@ -231,11 +232,11 @@ class Splits:
         ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
         try:
             self._writing()
-            appends = {op for op in ops if journal.is_append(self.journal.load(op))}
+            appends = {op for op in ops if capture_journal.is_append(self.journal.load(op))}
             for op in appends:  # an entry's bytes unchanged in its note, or nothing is undone (--force or not)
-                journal.locate(self.root, self.journal.load(op))
+                capture_journal.locate(self.root, self.journal.load(op))
             if not force:
-                split.undoable(self.root, self.journal, [op for op in ops if op not in appends])  # all or nothing
+                journal.undoable(self.root, self.journal, [op for op in ops if op not in appends])  # all or nothing
         except split.SplitError as e:
             raise QueryError(f"{e}; nothing was undone" if "nothing was changed" not in str(e) else str(e)) from None
         for op in ops:
@@ -245,17 +246,17 @@ class Splits:
                     paths = [c["path"] for c in entry["files"]] or [entry["note"]]
                     user = {p: changed_ns(self.state.state, p, n.mtime_ns, n.size)
                             for p in paths if (n := self.notes.get(p))}
-                    touched = journal.undo(self.root, self.journal, entry) if op in appends else \
-                        split.undo(self.root, self.journal, op, force)
+                    touched = capture_journal.undo(self.root, self.journal, entry) if op in appends else \
+                        journal.undo(self.root, self.journal, op, force)
             except split.SplitError as e:
                 if undone:
                     raise QueryError(f"{e} (undid {', '.join(undone)} before it)") from None
                 raise QueryError(str(e)) from None
-            note, kind = entry["note"], entry.get("kind", split.SPLIT)
-            if kind == split.SPLIT:
+            note, kind = entry["note"], entry.get("kind", journal.SPLIT)
+            if kind == journal.SPLIT:
                 self._kept_whole[note] = op
                 self._done.pop(note, None)
-            elif kind == split.STALE:  # a stale save's removal undone: the split stands again
+            elif kind == journal.STALE:  # a stale save's removal undone: the split stands again
                 self._kept_whole.pop(note, None)
             if self.config.split.mode == "auto" and note in self._kept_whole:
                 logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
@@ -268,7 +269,7 @@ class Splits:
     def _kept_why(self, path: str) -> str:
         op = self._kept_whole[path]
         try:
-            stale = self.journal.load(op).get("kind") == split.STALE
+            stale = self.journal.load(op).get("kind") == journal.STALE
         except split.SplitError:
             stale = False
         why = f"it was saved whole over its hub ({op})" if stale else f"its split {op} was undone"
@@ -331,7 +332,7 @@ class Splits:
             try:
                 ops.append(self.split_note(path)["op"])
             except QueryError as e:
-                if isinstance(e.__context__, split.Raced):  # a save landed while writing: tried again next pass
+                if isinstance(e.__context__, journal.Raced):  # a save landed while writing: tried again next pass
                     logger.info("split of %s waits: %s", path, e)
                     continue
                 self._split_skip[path] = (n.mtime_ns, str(e))
@@ -356,7 +357,7 @@ class Splits:
             plan = split.stale_plan(self.journal.load(op), self.root)
             if plan is None:
                 return None
-            entry = self._write(plan, split.STALE)
+            entry = self._write(plan, journal.STALE)
         except (split.SplitError, OSError) as e:  # left as it is; never split again on its own for it
             logger.warning("%s: %s", path, e)
             self.state.grew(path, None)
