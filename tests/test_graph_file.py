@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from vaultd.config import Config
+from vaultd.query.ranking import terms
 from vaultd.store import graph_file
 from vaultd.store.graph import dep_codes
 from vaultd.store.index import path_key
@@ -334,7 +335,7 @@ def test_a_save_of_a_partly_decoded_graph_equals_a_fresh_build(vault, tmp_path):
     _edit_while_stopped(vault)  # while it runs, this time
     v.apply(["gamma.md", "x/dup.md", "beta.md", "y/beta.md", "nowhere.md"])
     with v._apply_lock:
-        snap, stamp = g.snapshot(), graph_file.stamp_of(vault, v.index)
+        snap, stamp = g.snapshot(), graph_file.stamp_of(vault, v.index, terms)
     tables = snap[1:4]  # out, deps, anchor: copies of the graph's
     untouched = [len(t.raw) for t in tables]
     assert all(untouched), "parts not asked for still as saved"

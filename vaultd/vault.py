@@ -16,7 +16,8 @@ from .capture.remember import Capture
 from .config import Config
 from .errors import ConfigError
 from .ingest.filters import NoteFilter
-from .ingest.update import Ingest, Stopped, keep_big_blocks_apart  # noqa: F401  (Stopped: for its callers)
+from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
+from .memory import keep_big_blocks_apart
 from .note import Note
 from .parse import conflicts
 from .query.grep import Grep
@@ -111,10 +112,10 @@ class Vault(Ingest, Search, Grep, LinkGraph, WorkingSet, Splits, Capture):
         self.stopping = threading.Event()
         """Set on shutdown: a batch in progress stops, and rolls back (the next start redoes it)."""
         self.semantic = None
-        """Semantic recall's section vectors (store/vectors.Embedder) when `[semantic]` is on;
+        """Semantic recall's section vectors (query/embedder.Embedder) when `[semantic]` is on;
         imported only then: the base install never loads numpy or a model."""
         if config.semantic.enabled:
-            from .store.vectors import Embedder
+            from .query.embedder import Embedder
 
             self.semantic = Embedder(self, cjk=config.semantic.cjk)
             self.semantic.start()

@@ -4,7 +4,6 @@ Part of the Vault (see vault.py)."""
 
 from __future__ import annotations
 
-import functools
 import gc
 import logging
 import os
@@ -17,6 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable
 
 from ..errors import VaultError
+from ..memory import release_freed_memory
 from ..note import Note, compact
 from ..query.ranking import terms
 from ..store import graph_file
@@ -40,44 +40,6 @@ Progress = Callable[[int, int], None]
 
 class Stopped(Exception):
     """A batch given up because the daemon is stopping."""
-
-
-@functools.cache
-def _libc():
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
-    except OSError:  # not glibc
-        return None
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    return libc.malloc_trim if (libc := _libc()) else None
-
-
-MMAP_THRESHOLD = 128 << 10
-"""Blocks of this many bytes or more are mapped apart, and unmapped when freed (glibc's default)."""
-
-
-@functools.cache
-def keep_big_blocks_apart() -> None:
-    """Keep glibc's threshold for mapping a block apart at its default, 128 KB. glibc raises it
-    to the size of every such block freed (up to 32 MB): after the first batch, the copies of the
-    note table each batch makes (5 MB at 100,000 notes) and Tantivy's buffers come from the heap,
-    whose holes a trim cannot give back. Measured on 10,000 notes: 25 single-note batches left
-    the daemon 11 MB bigger, 0.3 MB with the threshold kept (/proc RssAnon). Once per process."""
-    if libc := _libc():
-        libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD; set, it is no longer raised
-
-
-def _release_freed_memory() -> None:
-    """Give freed heap back to the system: glibc keeps it otherwise, in one arena per thread
-    (the graph build frees tens of MB; each commit, Tantivy's threads ~15 MB). About 1 ms.
-    Elsewhere than glibc, nothing to do."""
-    if trim := _malloc_trim():
-        trim(0)
 
 
 APART_S = 600.0
@@ -172,7 +134,7 @@ class Ingest:
                     self.graph = Graph(self.notes, terms, stop=self.stopping.is_set)
                 except InterruptedError:
                     raise Stopped("before the link graph was built") from None
-                _release_freed_memory()
+                release_freed_memory()
                 self._graph_ready.set()
                 self._graph_save_at = 0.0  # saved at once (see save_graph_soon): a build is what a save spares
                 logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
@@ -182,7 +144,7 @@ class Ingest:
         """The link graph and note table saved beside the index, when the file is of this
         vault and of the index as last committed, and reads whole; else None (see graph_file)."""
         try:
-            stamp = graph_file.stamp_of(self.root, self.index)
+            stamp = graph_file.stamp_of(self.root, self.index, terms)
         except (OSError, ValueError, LookupError) as e:
             logger.warning("index commit unknown (%s): the link graph is built anew", e)
             return None
@@ -209,7 +171,7 @@ class Ingest:
             else:
                 self._graph_saved = self.generation  # as saved
             self.graph = g
-            _release_freed_memory()
+            release_freed_memory()
             self._graph_ready.set()
 
     def save_graph_soon(self) -> None:
@@ -237,7 +199,7 @@ class Ingest:
                     return False
                 snap, generation = self.graph.snapshot(), self.generation
                 try:
-                    stamp = graph_file.stamp_of(self.root, self.index)
+                    stamp = graph_file.stamp_of(self.root, self.index, terms)
                 except (OSError, ValueError, LookupError) as e:
                     logger.warning("link graph not saved: index commit unknown (%s)", e)
                     return False
@@ -253,7 +215,7 @@ class Ingest:
             n = len(snap.notes)
             del snap
             if not apart:
-                _release_freed_memory()
+                release_freed_memory()
             logger.info("link graph saved: %d notes, %.1f MB in %.2f s", n, size / 2**20,
                         time.perf_counter() - t)
             return True
@@ -343,7 +305,7 @@ class Ingest:
         self.generation += 1
         if self.semantic is not None:  # after the commit: its vectors catch up in the background
             self.semantic.changed([*(n.path for n in upserts), *gone])
-        _release_freed_memory()
+        release_freed_memory()
         graph_file.release_pages()  # what queries read of the saved graph since: read again when asked for
         self._record(self.generation, old_notes, upserts, gone)
         self._watch_growth(old_notes, upserts, gone)

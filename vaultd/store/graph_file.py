@@ -52,13 +52,12 @@ FILE_NAME = "graph.msgpack"
 
 
 @functools.cache
-def rules() -> str:
-    """A digest of the code that resolves links and cuts anchor terms: a graph saved by other
-    rules is stale (an upgrade rebuilds it once)."""
+def rules(terms: Callable[[str], list[str]]) -> str:
+    """A digest of the code that resolves links (store/graph.py, this file) and of the module
+    whose `terms` cut anchor terms (the graph is handed it: query/ranking.py): a graph saved
+    by other rules is stale (an upgrade rebuilds it once)."""
     h = hashlib.blake2b(__version__.encode(), digest_size=8)
-    from ..query import ranking
-
-    for mod in (sys.modules[Graph.__module__], ranking, sys.modules[__name__]):
+    for mod in (sys.modules[Graph.__module__], sys.modules[terms.__module__], sys.modules[__name__]):
         try:
             h.update(Path(mod.__file__).read_bytes())
         except (OSError, TypeError):
@@ -150,10 +149,11 @@ _graph_decoder = msgspec.msgpack.Decoder(_Graph)
 _trailer_decoder = msgspec.msgpack.Decoder(_Trailer)
 
 
-def stamp_of(vault: str | Path, index) -> Stamp:
-    """The stamp of `index` (a NoteIndex) as it is now, for the vault at `vault`."""
+def stamp_of(vault: str | Path, index, terms: Callable[[str], list[str]]) -> Stamp:
+    """The stamp of `index` (a NoteIndex) as it is now, for the vault at `vault`, whose
+    graph cuts anchor terms with `terms` (see rules)."""
     instance, opstamp = index.commit_stamp()
-    return Stamp(FORMAT, rules(), os.path.realpath(vault), instance, opstamp)
+    return Stamp(FORMAT, rules(terms), os.path.realpath(vault), instance, opstamp)
 
 
 def _ints(values) -> bytes:
