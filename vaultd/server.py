@@ -34,8 +34,8 @@ from pathlib import Path
 from . import __version__, api, protocol
 from .config import Config
 from .errors import ConfigError, QueryError, SocketInUse, VaultError
-from .store.index import IndexDamaged, _damage
-from .ingest.indexer import Indexer, _from_panic
+from .store.index import IndexDamaged, damage, from_panic
+from .ingest.indexer import Indexer
 from .paths import vault_labels
 from .vault import Vault
 
@@ -603,15 +603,15 @@ class Server:
             return protocol.error(req.id, e.code, str(e))
         except BaseException as e:  # a panic in Tantivy (a damaged index file) too: requests only read
             logger.exception("request %r failed", req)
-            if _from_panic(e) or isinstance(e, IndexDamaged):
+            if from_panic(e) or isinstance(e, IndexDamaged):
                 self._check_damage()
             return protocol.error(req.id, "internal", f"{type(e).__name__}: {e}")
 
     def _check_damage(self) -> None:
         """A request failed in Tantivy: when the index's files say it is damaged (checksums,
-        see index._damage), stop, so that the next start (systemd's restart) rebuilds it;
+        see index.damage), stop, so that the next start (systemd's restart) rebuilds it;
         a failure with the files intact (a bug, not damage) is only that request's error."""
         for v in self.vaults:
-            why = _damage(v.index.dir)
+            why = damage(v.index.dir)
             if why:
                 self._fail("index", f"it was damaged while serving: {why}")

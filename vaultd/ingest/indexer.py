@@ -12,6 +12,7 @@ import threading
 import time
 
 from ..config import Watch
+from ..store.index import from_panic
 from .update import Stopped
 from .watcher import RESCAN, Debouncer, Watcher
 
@@ -26,16 +27,7 @@ minutes, every edit meanwhile waiting)."""
 DEEP = 32
 """...or one folder deeper than this many levels (each level of a deep tree is reported
 alone, and a walk from each costs 0.07 s at 500 levels: 77 s for 1,100; a scan 0.2 s)."""
-def _from_panic(e: BaseException | None) -> bool:
-    """Whether `e` is, or came from, an exception that is not an Exception (nor a generator's
-    close): pyo3 raises a Rust panic as PanicException, a BaseException."""
-    for _ in range(8):
-        if e is None:
-            return False
-        if not isinstance(e, (Exception, GeneratorExit)):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
+
 
 class Indexer:
     def __init__(self, config: Watch, should_exit: threading.Event, first_pass=None):
@@ -142,7 +134,7 @@ class Indexer:
         except Stopped as e:
             logger.info("indexing stopped %s", e)
         except Exception as e:
-            if _from_panic(e):
+            if from_panic(e):
                 raise
             self.last_error = f"{type(e).__name__}: {e}"
             logger.exception("indexing failed")

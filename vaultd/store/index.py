@@ -323,7 +323,19 @@ _OS_TROUBLE = tuple(os.strerror(e) for e in (errno.EACCES, errno.EPERM, errno.ER
 (permissions, a read-only or full disk), not the index, and wiping would not help."""
 
 
-def _damage(folder: Path) -> str | None:
+def from_panic(e: BaseException | None) -> bool:
+    """Whether `e` is, or came from, an exception that is not an Exception (nor a generator's
+    close): pyo3 raises a Rust panic as PanicException, a BaseException."""
+    for _ in range(8):
+        if e is None:
+            return False
+        if not isinstance(e, (Exception, GeneratorExit)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def damage(folder: Path) -> str | None:
     """Why the index in `folder` cannot be used as it is, or None (also when there is none yet).
 
     Opening, Tantivy checks only that each segment file is there and ends in a footer: a
@@ -444,7 +456,7 @@ class NoteIndex:
             raise VaultError(f"the index at {self.dir} cannot be used, and is left as it is: {e}") from None
 
     def _start(self) -> None:
-        if why := _damage(self.dir):
+        if why := damage(self.dir):
             self._wipe(why)
         try:
             self._open()
