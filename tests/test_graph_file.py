@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from vaultd.config import Config
-from vaultd.query.ranking import terms
+from vaultd.query.analysis import terms
 from vaultd.store import graph_file
 from vaultd.store.graph import dep_codes
 from vaultd.store.index import path_key

@@ -33,8 +33,8 @@ import re
 from dataclasses import dataclass
 
 from ..parse.common import fence_step
-from ..parse.markdown import _ATX
-from ..query.ranking import _STOP, _split, bigrams
+from ..parse.markdown import ATX
+from ..query.analysis import STOP, bigrams, split
 from ..query.search import SUPERSEDED  # the tag a superseded entry carries: search shows it last
 
 MAX_BYTES = 64 << 10
@@ -120,8 +120,8 @@ def check(text: str, tags: list[str], source: str | None, session: str | None) -
 def keywords(text: str) -> set[str]:
     """The content words of `text` as the index stems them, and its CJK bigrams (see the
     module's doc)."""
-    stems, cjk = _split(text)
-    words = {s for s in stems if s not in _STOP and len(s) > 1}
+    stems, cjk = split(text)
+    words = {s for s in stems if s not in STOP and len(s) > 1}
     return words | {g for run in cjk for g in bigrams(run)}
 
 
@@ -431,7 +431,7 @@ def _safe(fmt: str, text: str) -> str:
                 out.append(ln)
                 continue
         prev = out[-1] if out else ""
-        if m := _ATX.match(ln):
+        if m := ATX.match(ln):
             ln = ln[: m.start(1)] + "\\" + ln[m.start(1):]
         elif _SETEXT.match(ln) and prev.strip():
             at = len(ln) - len(ln.lstrip())

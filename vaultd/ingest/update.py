@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from ..errors import VaultError
 from ..memory import release_freed_memory
 from ..note import Note, compact
-from ..query.ranking import terms
+from ..query.analysis import terms
 from ..store import graph_file
 from ..store.graph import Graph
 from ..store.index import path_key

@@ -14,7 +14,7 @@ from .common import dedupe, fence_step, github_slug, is_scalar, may_fence, numbe
 
 # Every pattern here stops at the next bracket or space run it cannot use, so no line costs
 # the square of its length (a 24 KB heading of "[[" froze the daemon for 7 s).
-_ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*)$")  # the closing #s are cut in _atx_text
+ATX = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*)$")  # the closing #s are cut in _atx_text
 _HEADING_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\((?:[^()\n]|\([^()\n]*\))*\)|\[\[(?:[^\[\]|\n]*\|)?([^\[\]\n]*)\]\]")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # `#` first, then "not after a non-space": a literal start keeps the search fast
@@ -87,7 +87,7 @@ def parse(text: str) -> MarkdownFacts:
                 continue
         if line.startswith(("    ", "\t")):
             continue
-        h = _ATX.match(line)
+        h = ATX.match(line)
         if h:
             text_ = _atx_text(h.group(2))
             if "[" in text_:  # both link forms need one

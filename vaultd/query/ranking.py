@@ -34,25 +34,9 @@ from ..errors import QueryError
 from ..note import Note
 from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS, note_epoch, parse_date
 from . import stopwords_ko
+from .analysis import EN as _EN, STOP as _STOP, bigrams, split as _split, terms  # moved there, used here
 
-_T, _F, _Q, _O = tantivy.Tokenizer, tantivy.Filter, tantivy.Query, tantivy.Occur
-_EN = (
-    tantivy.TextAnalyzerBuilder(_T.simple())
-    .filter(_F.remove_long(40))
-    .filter(_F.lowercase())
-    .filter(_F.stemmer("english"))
-    .build()
-)
-_STOP = set(_EN.analyze(
-    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers "
-    "herself it its itself they them their theirs themselves what which who whom this that these those am is are "
-    "was were be been being have has had having do does did doing a an the and but if or because as until while "
-    "of at by for with about against between into through during before after above below to from up down in out "
-    "on off over under again further then once here there when where why how all any both each few more most "
-    "other some such no nor not only own same so than too very can will just should now"))
-"""Snowball's English stop words: in a query of other words they weigh little, never make a
-pair of neighbours (`top of a note` pairs `top` with `note`) and are not needed for a note to
-hold all of the query. The index keeps them: `"to be or not to be"` still finds its line."""
+_Q, _O = tantivy.Query, tantivy.Occur
 _STOP_WEIGHT = 0.25
 _WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
@@ -182,23 +166,6 @@ def has_tag(tags, tag: str) -> bool:
 def stem(word: str) -> str:
     """The term `word` is searched by (itself when the analyzer drops it)."""
     return (_EN.analyze(word) or [word])[0]
-
-
-def _split(text: str) -> tuple[list[str], list[str]]:
-    """(English stems, CJK runs) of a piece of query text."""
-    cjk = [w.lower() for w in CJK_RUN.findall(text)]
-    stems = list(dict.fromkeys(_EN.analyze(CJK_RUN.sub(" ", text))))
-    return stems, cjk
-
-
-def terms(text: str) -> list[str]:
-    """Search terms of a piece of text: English stems and CJK bigrams (for anchor text)."""
-    stems, cjk = _split(text)
-    return stems + [g for run in cjk for g in bigrams(run)]
-
-
-def bigrams(run: str) -> list[str]:
-    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 
 
 @dataclass
