@@ -1,6 +1,6 @@
 """Text as the index analyzes it, for every part that compares words: English words lower-cased
 and stemmed (Snowball), Snowball's English stop words, and Hangul/Han/Kana runs kept apart
-(their bigrams: see ranking.bigrams). Ranking reads queries and anchor text with it; capture
+(their bigrams). Ranking reads queries with it, the link graph its anchor text; capture
 (capture/entry.py) reads an entry's keywords with it, so that both agree with the index."""
 
 from __future__ import annotations
@@ -35,3 +35,16 @@ def split(text: str) -> tuple[list[str], list[str]]:
     cjk = [w.lower() for w in CJK_RUN.findall(text)]
     stems = list(dict.fromkeys(EN.analyze(CJK_RUN.sub(" ", text))))
     return stems, cjk
+
+
+def bigrams(run: str) -> list[str]:
+    """A Hangul/Han/Kana run as the index's bigram fields hold it (`가치관` gives 가치, 치관)."""
+    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
+
+
+def terms(text: str) -> list[str]:
+    """Search terms of a piece of text: English stems and CJK bigrams (for anchor text). The
+    link graph is handed this function; its saved file is stale when this module changes
+    (store/graph_file.py rules)."""
+    stems, cjk = split(text)
+    return stems + [g for run in cjk for g in bigrams(run)]
