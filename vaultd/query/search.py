@@ -11,7 +11,7 @@ import time
 
 import msgspec
 
-from ..note import Note, headings_of
+from ..note import Note, first_h1, headings_of
 from ..parse import decode
 from ..parse.conflicts import conflict_copy
 from ..parse.markdown import split_front_matter
@@ -31,12 +31,15 @@ class Search:
     """The Vault's search."""
 
     def _vocabulary(self) -> Vocabulary:
-        """The words of the notes' titles, aliases and tags, to correct typos into: built on
-        the first search that needs it, and again when the notes changed, at most once a
-        minute (a second at 100,000 notes; a word it lacks meanwhile is only not corrected)."""
+        """The words of the notes' titles (a first H1 that stands for one included: see
+        first_h1), aliases and tags, and the Hangul words of their headings, to correct
+        typos into: built on the first search that needs it, and again when the notes
+        changed, at most once a minute (a second at 100,000 notes; a word it lacks
+        meanwhile is only not corrected)."""
         notes, (built, vocab, at) = self.notes, self._vocab
         if vocab is None or (built is not notes and time.monotonic() - at > 60):
-            vocab = Vocabulary(t for n in notes.values() for t in (n.title, *n.aliases, *n.tags))
+            vocab = Vocabulary((t for n in notes.values() for t in (n.title, first_h1(n) or "", *n.aliases, *n.tags)),
+                               (h.text for n in notes.values() for h in headings_of(n)))
             self._vocab = (notes, vocab, time.monotonic())
         return vocab
 
