@@ -1,2 +1,2 @@
-"""Split: the splitter (splitter: plan, check, journal, write, undo) and the Vault's
-split operations and auto-split (auto)."""
+"""Split: the splitter (splitter: plan and check; written, undone and recovered through
+the journal, store/journal.py) and the Vault's split operations and auto-split (auto)."""

@@ -1,2 +1,4 @@
 """Store: what vaultd keeps. The Tantivy index (index), the link graph and note table
-(graph), and the state file of what the vault cannot give back (state)."""
+(graph, saved by graph_file), the state file of what the vault cannot give back (state),
+semantic recall's vectors (vectors), and the journal every write into the vault goes
+through (journal, over the checked write: checked)."""
