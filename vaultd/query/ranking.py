@@ -12,10 +12,12 @@ alternatives already); `tag:x`, `title:x`, `path:folder/sub`, `after:2025-01-01`
 `before:2025-02`. An operator with a value it cannot use is read as plain words.
 Hangul/Han/Kana runs are matched by their bigrams, so particles never block a match;
 Korean function words (어떻게, 다른: stopwords_ko) weigh little beside other words.
-A word joined by -, _, . or / (`denote-link-description`, `foo_bar`) is a symbol:
-notes holding it whole rank above those holding only its parts, which still match.
+A word joined by -, _, ., / or :: (`denote-link-description`, `foo_bar`, `std::vec`) is
+a symbol: notes holding it whole (text, file name or tag) rank above those holding its
+parts word for word, and those above notes holding only its parts, which still match.
 A word that no note contains is matched with typo tolerance; the last word also
-matches as a prefix (search-as-you-type), unless the notes hold it as it is.
+matches as a prefix (search-as-you-type), unless the notes hold it as it is. A Hangul
+word the notes hardly hold is also searched as the vault's word one jamo away.
 """
 
 from __future__ import annotations
@@ -277,13 +279,12 @@ class _Builder:
 
     def symbol(self, word: str, parts: list[str]) -> tantivy.Query:
         """Notes holding the symbol `word` (whose stems are `parts`) rank above every note that
-        only holds its parts, however often: the notes that hold it whole (the `symbols`
-        field: in a title, heading, body or the file's name; or a tag) score twice a constant,
-        the notes that hold its parts word for word (`denote link description`, in a title,
-        heading or body) that constant more, which is above what the parts can score in any
-        field, tag included: BM25 gives a word at most (k1 + 1) x its idf, times the field's
-        boost. So a note named `bell-labs.md`, or tagged so, ranks above the notes that
-        mention Bell Labs.
+        only holds its parts, however often. A note holding its parts word for word
+        (`denote link description`, in a title, heading or body) scores a constant C above
+        what the parts can score in any field, tag included (BM25 gives a word at most
+        (k1 + 1) x its idf, times the field's boost); a note holding it whole (the `symbols`
+        field: in a title, heading, body or the file's name; or a tag) 2 C more. So a note
+        named `bell-labs.md`, or tagged so, ranks above the notes that mention Bell Labs.
         Not scored by its positions: Tantivy stops at a note's first match."""
         s, b = self.searcher, self.b
         n = max(1, s.num_docs)
