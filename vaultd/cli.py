@@ -99,7 +99,7 @@ def run(config_path, vault, state_dir, log_level, socket, split):
         "starting on %s; once it serves, try: %s --socket %s search WORD",
         ", ".join(cfg.vaults), vaultq if vaultq.exists() else "vaultq", cfg.socket,
     )
-    os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see split.apply)
+    os.umask(0o077)  # the index, state and journal it makes are its owner's alone (parts: see store.journal.apply)
     try:
         Server(cfg, passed, every).run()
     except IndexLocked as e:  # another vaultd serves this vault: say where, when it listens elsewhere

@@ -1,5 +1,5 @@
 """Korean stop words: the function words of a question (어떻게, 다른, 바로, 에서 ...) weigh
-little in a query of other words, as Snowball's English stop words do (see ranking._STOP).
+little in a query of other words, as Snowball's English stop words do (see query.analysis.STOP).
 
 The words are the ranks.nl Korean list as stopwords-iso publishes it
 (github.com/stopwords-iso/stopwords-ko, raw/ranksnl-korean.txt), less what a query's run

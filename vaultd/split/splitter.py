@@ -182,8 +182,8 @@ def _folder_ids(folder: Path) -> set[str]:
 
 
 def file_tags(note: Note, data: bytes) -> list[str]:
-    """The note's file-level tags as written (case kept): front matter `tags`/`keywords` or
-    `#+filetags:`. Not its heading tags, nor its inline #tags: those stay in the text they
+    """The note's file-level tags as written (case kept): front matter `tags`, `tag`,
+    `keywords`, `category`, `categories` (parse.markdown's meta_tags) or `#+filetags:`. Not its heading tags, nor its inline #tags: those stay in the text they
     belong to. (A Denote name's keywords go into each part's name.)"""
     text = decode(data)[0]
     if note.path.endswith(".org"):
