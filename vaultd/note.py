@@ -55,6 +55,10 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     title_from: str = "file name"
     """Where the title came from: front matter, #+title, Denote name or file name."""
     id: str | None = None
+    """The Denote identifier: the file name's, else the `identifier` keyword's."""
+    id_keyword: str | None = None
+    """The `identifier` keyword, when it disagrees with the file name's (a problem: Denote
+    follows the file name); a `denote:` link by it is broken, and says why."""
     uuids: list[str] = []
     tags: list[str] = []
     aliases: list[str] = []

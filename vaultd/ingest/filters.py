@@ -8,11 +8,14 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..parse.denote import is_text_note
+
 logger = logging.getLogger("vaultd.filters")
 
 
 class NoteFilter:
-    """Callable on a vault-relative POSIX path: True for a note vaultd indexes."""
+    """Callable on a vault-relative POSIX path: True for a note vaultd indexes: a file of one
+    of the watched extensions, or a Denote plain-text note (`.txt` with a Denote name)."""
 
     ignore_dirs = (".git", ".obsidian", ".trash", ".stversions", "node_modules")
     # Emacs lock `.#x` and autosave `#x#`, vim `x~`/`.x.swp`/`4913`, sed/atomic writers' temps.
@@ -35,7 +38,7 @@ class NoteFilter:
     def name_ok(self, name: str) -> bool:
         if name.startswith(self.ignore_prefixes) or name.endswith(self.ignore_suffixes) or name in self.ignore_names:
             return False
-        return name.lower().endswith(self.extensions) and _utf8(name)
+        return (name.lower().endswith(self.extensions) or is_text_note(name)) and _utf8(name)
 
     def walk(self, root: Path, below: str = "") -> Iterator[tuple[str, os.stat_result]]:
         """Every note under `root/below`: (vault-relative path, lstat). Symlinks are not

@@ -13,7 +13,7 @@ from ..note import ID_ANCHOR, Block, Link, Note
 from . import markdown, org
 from .links import extract
 from .common import dedupe, part_header
-from .denote import parse_name
+from .denote import TEXT_SUFFIX, mismatch, parse_name, text_front_matter
 
 __all__ = ["parse_file", "parse_lines", "decode"]
 
@@ -99,14 +99,25 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
     date = dn.date if dn else None
     ident = dn.id if dn else None
 
-    if suffix.lower() == ".org":
+    keyword_id = None
+    if suffix.lower() == TEXT_SUFFIX and dn is not None:  # Denote's plain-text file type
+        lines = text.split("\n")
+        meta, fm_lines = text_front_matter(lines)
+        title, title_from = meta.get("title") or None, "front matter"
+        tags += meta.get("tags", "").split()
+        date = meta.get("date") or date
+        keyword_id = meta.get("identifier") or None
+        note.links, note.blocks, body = extract(lines, 1, org=True, code=False)  # Denote links as in Org
+        body[:fm_lines] = [""] * fm_lines
+        header = -1
+    elif suffix.lower() == ".org":
         f = org.parse(text)
         problems += f.problems
         kw = f.keywords
         title, title_from = kw.get("title") or None, "#+title"
         tags += org.filetags(kw.get("filetags"))
         date = kw.get("date") or date
-        ident = kw.get("identifier") or ident
+        keyword_id = kw.get("identifier") or None
         note.uuids = f.uuids
         note.headings = f.headings
         tags += [t for h in f.headings if h.tags for t in h.tags]
@@ -121,7 +132,7 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
         title, title_from = markdown.meta_str(meta.get("title")), "front matter"
         tags += markdown.meta_tags(meta) + f.tags
         date = markdown.meta_str(meta.get("date")) or date
-        ident = markdown.meta_str(meta.get("identifier")) or ident
+        keyword_id = markdown.meta_str(meta.get("identifier")) or None
         fm_id = markdown.meta_str(meta.get("id"))
         if fm_id:
             note.uuids = [fm_id]
@@ -141,7 +152,11 @@ def parse_lines(path: str, data: bytes, *, max_bytes: int = 20 << 20, mtime_ns: 
     if not title:
         title, title_from = (dn.title, "Denote name") if dn and dn.title else (stem, "file name")
     note.title, note.title_from = title, title_from
-    note.id = ident
+    # Denote follows the identifier in the file name; the keyword names a note whose name has none.
+    if ident and keyword_id and keyword_id != ident:
+        problems.append(mismatch(ident, keyword_id))
+        note.id_keyword = keyword_id
+    note.id = ident or keyword_id
     note.signature = dn.signature if dn else None
     note.date = date
     note.tags = dedupe(t.lower() for t in tags)

@@ -42,3 +42,36 @@ def parse_name(stem: str) -> DenoteName | None:
         title=title.replace("-", " ").strip() or None if title else None,
         keywords=kws,
     )
+
+
+TEXT_SUFFIX = ".txt"
+"""Denote's plain-text file type: a `.txt` file is a note when its name is a Denote name."""
+
+
+def is_text_note(name: str) -> bool:
+    """Whether a file name (no folder) is a Denote plain-text note: `.txt`, its stem a Denote name."""
+    return name.lower().endswith(TEXT_SUFFIX) and parse_name(name[: -len(TEXT_SUFFIX)]) is not None
+
+
+_TEXT_KEY = re.compile(r"^(title|date|tags|identifier|signature):[ \t]*(.*)$")
+_TEXT_RULE = re.compile(r"^-{3,}[ \t]*$")
+
+
+def text_front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
+    """The front matter Denote writes atop a plain-text note (`title:      ...`, `date:`,
+    `tags:` (space-separated), `identifier:`, then a line of dashes), as a dict of its
+    values, and how many lines it takes (0 when the note has none)."""
+    meta: dict[str, str] = {}
+    i = 0
+    while i < len(lines) and (m := _TEXT_KEY.match(lines[i])):
+        meta.setdefault(m[1], m[2].strip())
+        i += 1
+    if meta and i < len(lines) and _TEXT_RULE.match(lines[i]):
+        i += 1
+    return meta, i if meta else 0
+
+
+def mismatch(name_id: str, keyword_id: str) -> str:
+    """The problem of a note whose identifier keyword disagrees with its file name."""
+    return (f"file name says {name_id}, identifier keyword says {keyword_id}; Denote follows the file name "
+            f"(fix the keyword to {name_id}, or rename the file)")

@@ -601,13 +601,15 @@ class Graph:
             self._by_alias[key(a)].append(n.path)
         if n.id:
             self._by_id[n.id].append(n.path)
+        if n.id_keyword:
+            self._by_id[KEYWORD_ID + n.id_keyword].append(n.path)
         for u in n.uuids:
             self._by_uuid[u].append(n.path)
 
     def _unindex(self, n: Note) -> None:
         self._by_path.pop(key(n.path), None)
         for table, k in [(self._by_stem, key(stem_of(n.path))), *((self._by_alias, key(a)) for a in n.aliases),
-                         *(((self._by_id, n.id),) if n.id else ()), *((self._by_uuid, u) for u in n.uuids)]:
+                         *((self._by_id, i) for i in _id_keys(n)), *((self._by_uuid, u) for u in n.uuids)]:
             lst = table.get(k)
             if lst and n.path in lst:
                 lst.remove(n.path)
@@ -630,8 +632,7 @@ class Graph:
                 table = getattr(self, name)
                 setattr(g, name, table.copy() if isinstance(table, Lazy) else defaultdict(list, table))
             for n in [*changed.values(), *(self.notes[p] for p in changed if p in self.notes)]:
-                for name, ks in zip(tables, ([key(stem_of(n.path))], map(key, n.aliases), [n.id] if n.id else [],
-                                             n.uuids)):
+                for name, ks in zip(tables, ([key(stem_of(n.path))], map(key, n.aliases), _id_keys(n), n.uuids)):
                     table = getattr(g, name)
                     for k in ks:
                         if k in table:
@@ -705,6 +706,8 @@ class Graph:
             r = self._by_relpath(folder, link.target, kind)
         elif kind == "denote":
             r = self._unique(self._by_id.get(link.target, []), "no such identifier")
+            if r.broken == "no such identifier" and (named := self._by_id.get(KEYWORD_ID + link.target)):
+                r = Dest(broken=_keyword_only(link.target, [self.notes[p] for p in named]))
         elif kind == "id":
             r = self._unique(self._by_uuid.get(link.target, []), NO_ID)
             if r.target and not anchor:  # a heading's :ID:: its line
@@ -1009,9 +1012,28 @@ class _Anchors:
 
 
 def _keys(n: Note) -> list[str]:
-    """The lookup keys a note answers to (see `_deps`)."""
+    """The lookup keys a note answers to (see `_deps`): a `denote:` link by its identifier
+    keyword too, when that disagrees with its file name (the link's reason names the note)."""
     ks = ["n:" + key(stem_of(n.path))] + ["a:" + key(a) for a in n.aliases] + ["u:" + u for u in n.uuids]
-    return ks + ["d:" + n.id] if n.id else ks
+    return ks + ["d:" + i for i in (n.id, n.id_keyword) if i]
+
+
+KEYWORD_ID = "keyword:"
+"""In the identifier table, the prefix of a Denote note's `identifier` keyword that disagrees
+with its file name: no `denote:` link leads there (Denote follows the file name), but the
+broken link says which note's keyword it names."""
+
+
+def _id_keys(n: Note) -> list[str]:
+    """A note's keys in the identifier table: its identifier, and its disagreeing keyword."""
+    return [k for k in (n.id, KEYWORD_ID + n.id_keyword if n.id_keyword else None) if k]
+
+
+def _keyword_only(ident: str, notes: list[Note]) -> str:
+    """Why a `denote:` link by an identifier only a keyword carries leads nowhere."""
+    n = notes[0]
+    return (f"no such identifier: {ident} is only the identifier keyword of {n.path}, whose file name "
+            f"says {n.id}; Denote follows the file name (link denote:{n.id}, or fix the keyword)")
 
 
 def _deps(link: Link) -> list[str]:
