@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
@@ -33,11 +34,6 @@ def common(f):
     for opt in reversed(_common):
         f = opt(f)
     return f
-
-
-def load_config(config_path, **flags) -> Config:
-    """The loaded config (of the first vault, with `vaults`: see load_configs)."""
-    return load_configs(config_path, **flags)[0]
 
 
 def load_configs(config_path, missing_ok: bool = False, **flags) -> list[Config]:
@@ -154,9 +150,6 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     """Check the config, the vault, the daemon and its systemd units; say the next command
     to run; exit 1 if something is wrong (the daemon down, edits it cannot index, a vault it
     cannot watch whole, a unit that failed)."""
-    import json
-    import socket as so
-
     from .paths import known_vault
 
     if not vault and not os.environ.get("VAULTD_VAULT"):
@@ -166,19 +159,26 @@ def check(config_path, vault, state_dir, log_level, socket, split):
     loaded = load_configs(config_path, missing_ok=True, vault=vault, state_dir=state_dir, log_level=log_level,
                           socket=socket, split=split)
     cfg = loaded[0]
-    from . import service
-    from .ingest.filters import NoteFilter
     from .vault import check_semantic
 
     check_semantic(cfg)  # as `run` would refuse to start: a config error
-    from .paths import runtime_dirs, vault_labels, vault_socket
+    # what names this vault (these vaults) to the commands suggested: several are the config file's
+    which = f" --vault {cfg.vault}" if len(loaded) == 1 else f" --config {config_path}" if config_path else ""
+    ok = _check_setup(cfg, loaded, config_path)
+    units = _check_units(cfg, which)
+    ok, nxt = _check_daemon(cfg, loaded, which, units, ok)
+    click.echo(f"next:      {nxt}")
+    sys.exit(0 if ok else 1)
+
+
+def _check_setup(cfg: Config, loaded: list[Config], config_path) -> bool:
+    """`check`'s lines on the config, each vault and its index, split, capture and the writing
+    host; False when a vault's folder is not there."""
+    from .ingest.filters import NoteFilter
+    from .paths import vault_labels
     from .store.index import SCHEMA_VERSION
 
     ok = True
-    nxt: str | None = None  # the command to run next
-    failed = None  # what to run when the unit shows a failure: moot if the daemon answers now
-    # what names this vault (these vaults) to the commands suggested: several are the config file's
-    which = f" --vault {cfg.vault}" if len(loaded) == 1 else f" --config {config_path}" if config_path else ""
     click.echo(f"config:    ok ({config_path or default_config_path() or 'defaults'})")
     for name, c in zip(vault_labels(cfg.vaults), loaded):  # config `vaults`: each one
         if not os.path.isdir(c.vault):
@@ -207,8 +207,26 @@ def check(config_path, vault, state_dir, log_level, socket, split):
                    "remember); it indexes and answers" if elsewhere else
                    f"host:      {want}, this machine, is the one that writes into this vault; vaultd elsewhere "
                    "indexes and answers")
+    return ok
 
-    # the units: installed, enabled, running (from the user manager, else from the files)
+
+class _Units(NamedTuple):
+    """What `check` learned of the systemd units: the command to run next (if one failed or
+    listens elsewhere), that failure's command, whether a user manager answered, whether
+    vaultd.service is installed."""
+
+    nxt: str | None
+    failed: str | None
+    manager: bool
+    installed: bool
+
+
+def _check_units(cfg: Config, which: str) -> _Units:
+    """`check`'s lines on the units: installed, enabled, running (from the user manager, else
+    from the files), and the socket unit's listening path against this vault's."""
+    from . import service
+
+    nxt = failed = None
     units = service.units_state()
     files = {u: service.unit_dir() / u for u in service.UNITS}
     svc, sck = (units or {}).get("vaultd.service"), (units or {}).get("vaultd.socket")
@@ -234,8 +252,19 @@ def check(config_path, vault, state_dir, log_level, socket, split):
         click.echo(f"           vaultd.socket listens on {listen}, not on {cfg.socket} (this vault's): "
                    "vaultq --vault will not find it")
         nxt = nxt or f"vaultd install-service{which}   # units for this vault, then daemon-reload"
+    installed = bool(svc and svc["file"]) or (units is None and files["vaultd.service"].is_file())
+    return _Units(nxt, failed, units is not None, installed)
 
-    # the socket, as a client finds it and as the daemon says it is
+
+def _check_daemon(cfg: Config, loaded: list[Config], which: str, units: _Units, ok: bool) -> tuple[bool, str]:
+    """`check`'s lines on the socket, as a client finds it and as the daemon says it is, and
+    the command to run next; `ok` as it stands after them."""
+    import json
+    import socket as so
+
+    from .paths import runtime_dirs, vault_socket
+
+    nxt = units.nxt
     client = cfg.socket if Path(cfg.socket).exists() else str(vault_socket(Path(cfg.vault)))
     click.echo(f"socket:    {cfg.socket} (where `vaultd run` listens from here)")
     if client != cfg.socket:
@@ -246,65 +275,72 @@ def check(config_path, vault, state_dir, log_level, socket, split):
             s.connect(client)
             s.sendall(b'{"op":"status"}\n')
             st = json.loads(s.makefile("rb").readline())["result"]
-        broken = "broken links not counted yet (the link graph is loading)" if st.get("broken") is None else \
-            f"{st['broken']} broken links"
-        click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, {broken}"
-                   + (" (first index being built)" if st.get("indexing") else ""))
-        if st.get("problems"):  # notes read in part or not at all: bad front matter, bytes, unreadable files
-            n = st["problems"]
-            click.echo(f"           {n} note{'s' if n != 1 else ''} with problems (`vaultq problems` lists them and why)")
-        if failed and nxt == failed:  # it failed before, and runs now (started again by its socket or by hand)
-            click.echo("           running again after the failure the unit shows (its log says why)")
-            nxt = None
-        if st.get("socket") and st["socket"] != client:
-            click.echo(f"           it says its socket is {st['socket']}")
-        if client != cfg.socket:
-            click.echo(f"           not where `vaultd run` would listen from here (XDG_RUNTIME_DIR differs): "
-                       "do not start another; vaultq finds this one")
-        served = [v["vault"] for v in st.get("vaults", ())] or [st.get("vault")]
-        if len(served) > 1:
-            click.echo("           serving " + ", ".join(
-                f"{v['name']} ({v['vault']}, " + ("not there: served once its folder appears)" if v.get("waiting") else
-                                                  f"{v['notes']} notes" + (", first index being built)" if v["indexing"]
-                                                                           else ")"))
-                for v in st["vaults"]))
-        if st.get("vault") and sorted(map(os.path.realpath, served)) != sorted(map(os.path.realpath, cfg.vaults)):
-            click.echo(f"           it serves {', '.join(served)}, not {', '.join(cfg.vaults)}"
-                       + (" (restart it to serve the config's vaults)" if len(loaded) > 1 or len(served) > 1 else ""))
-            ok = False
-        if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
-            click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
-        if st.get("writer") is False:
-            click.echo("           " + (st.get("writer_why") or "another vaultd writes into this vault (splits, undo); "
-                                                                   "this one indexes and answers"))
-        if st.get("last_error"):
-            click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
-            ok = not st["pending"]
-        w = st.get("watch")
-        if w and not w["ok"]:
-            click.echo(f"watch:     DEGRADED: {w['problem']}")
-            ok = False
-        elif w:
-            counted = f"{w['watched']} of {w['folders']} folders watched" if w["watched"] is not None else \
-                f"{w['folders']} folders (the watches cannot be counted without /proc)"
-            every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
-            click.echo(f"watch:     ok, {counted}{every}")
-        nxt = nxt or ("vaultq status   # the first index is being built" if st.get("indexing") else
-                      f"vaultq --vault {cfg.vault} search WORD" if len(loaded) == 1 else "vaultq search WORD")
     except OSError as e:
         looked = ", ".join(map(str, runtime_dirs())) or "no runtime folder exists"
         click.echo(f"daemon:    not running on {client} ({e.strerror or e}); looked in {looked}")
-        ok = False
         if nxt is None:
-            if (svc and svc["file"]) or (units is None and files["vaultd.service"].is_file()):
+            if units.installed:
                 nxt = "systemctl --user enable --now vaultd.socket vaultd.service"
-            elif units is not None:
+            elif units.manager:
                 nxt = (f"vaultd install-service{which} && systemctl --user daemon-reload && "
                        "systemctl --user enable --now vaultd.socket vaultd.service")
             else:
                 nxt = f"vaultd run{which}"
-    click.echo(f"next:      {nxt}")
-    sys.exit(0 if ok else 1)
+        return False, nxt
+    if units.failed and nxt == units.failed:  # it failed before, and runs now (started again by its socket or by hand)
+        nxt = None
+    ok = _echo_daemon(st, cfg, loaded, client, ok, again=nxt is None and units.failed is not None)
+    nxt = nxt or ("vaultq status   # the first index is being built" if st.get("indexing") else
+                  f"vaultq --vault {cfg.vault} search WORD" if len(loaded) == 1 else "vaultq search WORD")
+    return ok, nxt
+
+
+def _echo_daemon(st: dict, cfg: Config, loaded: list[Config], client: str, ok: bool, again: bool) -> bool:
+    """`check`'s lines on the running daemon's status `st` (`again`: its unit shows an earlier
+    failure); `ok` as it stands after them."""
+    broken = "broken links not counted yet (the link graph is loading)" if st.get("broken") is None else \
+        f"{st['broken']} broken links"
+    click.echo(f"daemon:    running, pid {st['pid']}, {st['notes']} notes, {st['pending']} pending, {broken}"
+               + (" (first index being built)" if st.get("indexing") else ""))
+    if st.get("problems"):  # notes read in part or not at all: bad front matter, bytes, unreadable files
+        n = st["problems"]
+        click.echo(f"           {n} note{'s' if n != 1 else ''} with problems (`vaultq problems` lists them and why)")
+    if again:
+        click.echo("           running again after the failure the unit shows (its log says why)")
+    if st.get("socket") and st["socket"] != client:
+        click.echo(f"           it says its socket is {st['socket']}")
+    if client != cfg.socket:
+        click.echo(f"           not where `vaultd run` would listen from here (XDG_RUNTIME_DIR differs): "
+                   "do not start another; vaultq finds this one")
+    served = [v["vault"] for v in st.get("vaults", ())] or [st.get("vault")]
+    if len(served) > 1:
+        click.echo("           serving " + ", ".join(
+            f"{v['name']} ({v['vault']}, " + ("not there: served once its folder appears)" if v.get("waiting") else
+                                              f"{v['notes']} notes" + (", first index being built)" if v["indexing"]
+                                                                       else ")"))
+            for v in st["vaults"]))
+    if st.get("vault") and sorted(map(os.path.realpath, served)) != sorted(map(os.path.realpath, cfg.vaults)):
+        click.echo(f"           it serves {', '.join(served)}, not {', '.join(cfg.vaults)}"
+                   + (" (restart it to serve the config's vaults)" if len(loaded) > 1 or len(served) > 1 else ""))
+        ok = False
+    if st.get("split_mode") and st["split_mode"] != cfg.split.mode:
+        click.echo(f"           it runs with split mode {st['split_mode']} (the line above is this check's own)")
+    if st.get("writer") is False:
+        click.echo("           " + (st.get("writer_why") or "another vaultd writes into this vault (splits, undo); "
+                                                               "this one indexes and answers"))
+    if st.get("last_error"):
+        click.echo(f"indexing:  failed ({st['last_error']}); {st['pending']} changed files kept and retried")
+        ok = not st["pending"]
+    w = st.get("watch")
+    if w and not w["ok"]:
+        click.echo(f"watch:     DEGRADED: {w['problem']}")
+        ok = False
+    elif w:
+        counted = f"{w['watched']} of {w['folders']} folders watched" if w["watched"] is not None else \
+            f"{w['folders']} folders (the watches cannot be counted without /proc)"
+        every = f"; a full rescan every {w['rescan_every']:g} s" if w["rescan_every"] else ""
+        click.echo(f"watch:     ok, {counted}{every}")
+    return ok
 
 
 @cli.command("install-service")
