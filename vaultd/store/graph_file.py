@@ -210,6 +210,15 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
     readable by its owner alone. Returns the bytes written. A loaded graph's parts never
     decoded are written from their saved numbers, remapped, not decoded (decoding every
     note's part to save it cost a 100,000-note daemon 400 MB it never gave back)."""
+    graph = _graph_columns(snap)
+    return _write(path, stamp, snap.notes, graph)
+
+
+def _graph_columns(snap: Snapshot) -> _Graph:
+    """The saved form of `snap`'s link graph: each note's links, dependencies and anchor
+    words as columns over shared destinations and words, its backlinks, anchor texts and
+    lookup tables. A loaded graph's parts never decoded are remapped from their saved
+    numbers, not decoded."""
     notes = snap.notes
     pos = {p: i for i, p in enumerate(notes)}
     rows = len(notes)
@@ -296,7 +305,21 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
                     ints.append(w)
         anchors.append(_ints(ints))
         named.update(w * (rows + 1) + t for w, t in zip(ints[::2], ints[1::2]))
-    lookup = Graph()  # the lookup tables, worked out here rather than copied from the graph in use
+    tables = _lookup_tables(notes, pos)
+    word_list = list(words)
+    anchor_text: dict[str, array] = {}
+    for code, count in sorted(named.items()):
+        w, t = divmod(code, rows + 1)
+        anchor_text.setdefault(word_list[w], array("i")).extend((t, count))
+    del named
+    return _Graph(_column(outs), _column(deps), _column(anchors), _by_target(back_to, back_from, rows),
+                  {t: a.tobytes() for t, a in anchor_text.items()}, dests, word_list, tables, (n_links, n_broken))
+
+
+def _lookup_tables(notes: dict[str, StoredNote], pos: dict[str, int]) -> _Tables:
+    """The lookup tables (keys, stems, aliases, ids, uuids) as record numbers, worked out
+    from `notes` rather than copied from the graph in use."""
+    lookup = Graph()
     for n in notes.values():
         lookup._index(n)
     at = pos.__getitem__
@@ -304,16 +327,14 @@ def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
     def table(t: dict[str, list[str]]) -> dict[str, bytes]:
         return {k: _ints(map(at, ps)) for k, ps in t.items() if ps}
 
-    tables = _Tables([None if k == p else k for k, p in ((key(p), p) for p in notes)], table(lookup._by_stem),
-                     table(lookup._by_alias), table(lookup._by_id), table(lookup._by_uuid))
-    word_list = list(words)
-    anchor_text: dict[str, array] = {}
-    for code, count in sorted(named.items()):
-        w, t = divmod(code, rows + 1)
-        anchor_text.setdefault(word_list[w], array("i")).extend((t, count))
-    del named
-    graph = _Graph(_column(outs), _column(deps), _column(anchors), _by_target(back_to, back_from, rows),
-                   {t: a.tobytes() for t, a in anchor_text.items()}, dests, word_list, tables, (n_links, n_broken))
+    return _Tables([None if k == p else k for k, p in ((key(p), p) for p in notes)], table(lookup._by_stem),
+                   table(lookup._by_alias), table(lookup._by_id), table(lookup._by_uuid))
+
+
+def _write(path: Path, stamp: Stamp, notes: dict[str, StoredNote], graph: _Graph) -> int:
+    """Write the note table and `graph` to `path` atomically (temp file, fsync, rename, fsync
+    of the folder), readable by its owner alone, with its stamp in the trailer. Returns the
+    bytes written."""
     enc = msgspec.msgpack.Encoder()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
