@@ -480,16 +480,49 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
     `vocabulary`: a callable giving the Vocabulary typos are corrected into (built on first use)."""
     p = parse(text)
     bld = _Builder(schema, searcher, boosts, text_bytes)
-    should: list[tantivy.Query] = []
-    must: list[tantivy.Query] = []
-    must_not: list[tantivy.Query] = []
 
     plain = " ".join(p.words)
     stems, cjk = _split(plain)
+    content = [s for s in stems if s not in _STOP]
+    should, found_by, corrected, fixed = _word_clauses(bld, p, plain, stems, content, boosts, vocabulary)
+    cjk_should, cjk_corrected = _cjk_clauses(bld, cjk, content, boosts, vocabulary)
+    should += cjk_should
+    corrected += cjk_corrected
+    should += _pair_clauses(schema, searcher, plain, content, fixed, boosts)
+    should += _prefix_clauses(schema, bld, p)
+    # CJK runs are matched by bigrams, which are not words (`폴더로` holds `더로`): counting them
+    # measured worse (Korean dev MRR 0.857 against 0.867), so coverage counts Latin words only
+    units = [_Q.boolean_query([(_O.Should, q) for q in qs]) for qs in found_by.values()]
+
+    must, must_not, checks, strict = _filter_clauses(schema, bld, p)
+
+    text_required = bool(p.required or p.phrases)
+    if not should and not must:
+        if not must_not:
+            return Plan(query=None, parsed=p)
+        must.append(_Q.all_query())
+    # Plain words: at least one must match, unless +words or "phrases" already say what must.
+    sq = [(_O.Should if text_required else _O.Must, _Q.boolean_query([(_O.Should, q) for q in should]))] if should else []
+
+    def query(must: list[tantivy.Query]) -> tantivy.Query:
+        return _Q.boolean_query([(_O.Must, q) for q in must] + [(_O.MustNot, q) for q in must_not] + sq)
+
+    words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles + corrected))]
+    return Plan(query=query(must), checks=checks, strict=lambda: query([strict.get(i, q) for i, q in enumerate(must)]),
+                words=list(dict.fromkeys(words + cjk)), terms=terms(plain), units=units,
+                stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles + corrected))[0])),
+                parsed=p)
+
+
+def _word_clauses(bld: _Builder, p: Parsed, plain: str, stems: list[str], content: list[str], boosts: Search,
+                  vocabulary) -> tuple[list[tantivy.Query], dict[str, list[tantivy.Query]], list[str], dict[str, str]]:
+    """The clauses for the query's Latin words: symbols, stems (stop words light), tags, and a
+    probable typo's correction and fuzzy form. Returns them, what finds each content word's stem
+    (unweighed), the corrections made, and each typo's stem -> its correction's."""
+    should: list[tantivy.Query] = []
     for w in dict.fromkeys(w for w in p.words if _SYMBOL.fullmatch(w) and not CJK_RUN.search(w)):
         if len(parts := _EN.analyze(w)) >= 2:
             should.append(bld.symbol(w, parts))
-    content = [s for s in stems if s not in _STOP]
     found_by: dict[str, list[tantivy.Query]] = {}  # a content word's stem -> what finds it (unweighed)
     for s in stems:
         c = bld.stem_clause(s)
@@ -516,6 +549,15 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
                 should.append(bld.term("tags", fix, boosts.tag_boost * 0.9))
                 also += [*bld.stem_terms(fs[0]), should[-1]]
             should.append(bld.fuzzy(ws[0]))  # not a unit: a word held only fuzzily is not held
+    return should, found_by, corrected, fixed
+
+
+def _cjk_clauses(bld: _Builder, cjk: list[str], content: list[str], boosts: Search,
+                 vocabulary) -> tuple[list[tantivy.Query], list[str]]:
+    """The clauses for the query's CJK runs (function words light, tags, a probable Hangul
+    typo's correction); returns them and the corrections made."""
+    should: list[tantivy.Query] = []
+    corrected: list[str] = []
     # Korean function words weigh little beside other words, as English stop words do
     light = {r for r in cjk if stopwords_ko.is_stop(r)}
     light = light if content or any(r not in light for r in cjk) else set()
@@ -531,6 +573,13 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
             corrected.append(fix)
             should.append(_Q.boost_query(c, HANGUL_FIX_WEIGHT))
             should.append(bld.term("tags", fix, boosts.tag_boost * HANGUL_FIX_WEIGHT))
+    return should, corrected
+
+
+def _pair_clauses(schema: tantivy.Schema, searcher: tantivy.Searcher, plain: str, content: list[str],
+                  fixed: dict[str, str], boosts: Search) -> list[tantivy.Query]:
+    """The clauses that count words next to each other (see below)."""
+    should: list[tantivy.Query] = []
     common = max(1, searcher.num_docs // 4)
     # Words next to each other count more, most in a title or heading: content words, corrected
     # (`templete folder` still counts as a pair), the stop words between them allowed for.
@@ -552,16 +601,28 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         if fields:
             should.append(_Q.disjunction_max_query(
                 [_Q.boost_query(_Q.phrase_query(schema, f, [a, b], 2 + skipped), w * 0.5) for f, w in fields]))
+    return should
+
+
+def _prefix_clauses(schema: tantivy.Schema, bld: _Builder, p: Parsed) -> list[tantivy.Query]:
+    """The clause for a last word still being typed, if any."""
+    should: list[tantivy.Query] = []
     last = _EN.analyze(p.prefix) if p.prefix else []
     if p.prefix and len(p.prefix) >= 2 and not (last and bld.known(last[0])):
         # a word still being typed; one the notes hold as it is was typed whole (its longer
         # forms mostly share its stem): expanding it read every term it starts, 2 ms at 100,000 notes
         should.append(_Q.boost_query(_Q.disjunction_max_query(
             [_Q.fuzzy_term_query(schema, f, p.prefix, 0, True, True) for f in ("title", "body")]), 0.3))
-    # CJK runs are matched by bigrams, which are not words (`폴더로` holds `더로`): counting them
-    # measured worse (Korean dev MRR 0.857 against 0.867), so coverage counts Latin words only
-    units = [_Q.boolean_query([(_O.Should, q) for q in qs]) for qs in found_by.values()]
+    return should
 
+
+def _filter_clauses(schema: tantivy.Schema, bld: _Builder, p: Parsed) -> tuple[
+        list[tantivy.Query], list[tantivy.Query], list[list[tantivy.Query]], dict[int, tantivy.Query]]:
+    """What a note must and must not match: +words, "phrases", tag:, title:, path:, after:,
+    before:, -words and -"phrases". Returns must, must_not, the phrases to check in the best
+    notes (see _Builder.phrase) and must's place -> its phrase checked in every note."""
+    must: list[tantivy.Query] = []
+    must_not: list[tantivy.Query] = []
     must += [c for c in map(bld.text_clause, p.required) if c is not None]
     checks: list[list[tantivy.Query]] = []  # phrases to check in the best notes (see _Builder.phrase)
     strict: dict[int, tantivy.Query] = {}  # must's place -> its phrase checked in every note
@@ -590,22 +651,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
     must_not += [c for c in map(bld.text_clause, p.excluded) if c is not None]
     must_not += [c for c, _, _ in filter(None, (bld.phrase(t, scored=False) for t in p.excluded_phrases))]
 
-    text_required = bool(p.required or p.phrases)
-    if not should and not must:
-        if not must_not:
-            return Plan(query=None, parsed=p)
-        must.append(_Q.all_query())
-    # Plain words: at least one must match, unless +words or "phrases" already say what must.
-    sq = [(_O.Should if text_required else _O.Must, _Q.boolean_query([(_O.Should, q) for q in should]))] if should else []
-
-    def query(must: list[tantivy.Query]) -> tantivy.Query:
-        return _Q.boolean_query([(_O.Must, q) for q in must] + [(_O.MustNot, q) for q in must_not] + sq)
-
-    words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles + corrected))]
-    return Plan(query=query(must), checks=checks, strict=lambda: query([strict.get(i, q) for i, q in enumerate(must)]),
-                words=list(dict.fromkeys(words + cjk)), terms=terms(plain), units=units,
-                stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles + corrected))[0])),
-                parsed=p)
+    return must, must_not, checks, strict
 
 
 def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | None = None, anchor: float = 0.0,
