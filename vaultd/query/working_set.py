@@ -19,6 +19,47 @@ from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
 
 
+class _Pack:
+    """The items context gives, within `budget` (in `unit`): never an empty item nor an
+    inverted range, never lines already given, never over the budget."""
+
+    def __init__(self, budget: int, unit: str):
+        self.budget, self.unit = budget, unit
+        self.items: list[dict] = []
+        self.used = 0
+        self.taken: dict[str, list[tuple[int, int]]] = {}
+
+    def add(self, item: dict | None) -> bool:
+        """Give `item` if it says something, overlaps nothing given and fits; whether it was."""
+        if item is None or item["last"] < item["first"] or not item["text"].strip():
+            return False  # nothing to give: never an empty item, nor an inverted range
+        spans = self.taken.setdefault(item["path"], [])
+        if any(a <= item["last"] and item["first"] <= b for a, b in spans):
+            return False
+        c = ctx.cost(ctx.render(item), self.unit)
+        if self.used + c > self.budget:
+            return False
+        item["cost"] = c
+        self.items.append(item)
+        spans.append((item["first"], item["last"]))
+        self.used += c
+        return True
+
+
+def _maker(show: Callable[[str], str], note: Note, seen: list[str], hidden: list[bool], kind: str, why: str,
+           score: float | None = None, more: dict | None = None):
+    """A hit's or HOT note's item maker: lines a..b of `note` as shown, its path as `show`
+    gives it, with `kind`, `why`, its score and `more`."""
+    path = show(note.path)
+    more = {**({} if score is None else {"score": round(score, 4)}), **(more or {})}  # a hit's: its note's
+
+    def make(a: int, b: int) -> dict:
+        a, b = ctx.trimmed(hidden, a, b) if hidden else (a, b)
+        return {"kind": kind, "path": path, "title": note.title, "tags": note.tags, "first": a, "last": b,
+                "text": ctx.shown(seen, hidden, a, b) if hidden else "", "why": why, **more}
+    return make
+
+
 class WorkingSet:
     """The Vault's working set."""
 
@@ -95,71 +136,53 @@ class WorkingSet:
         are counted apart from a person's reads."""
         show = show or (lambda rel: rel)
         with_hot = not q.strip() if with_hot is None else with_hot
-        threshold = self.config.context.min_evidence
-        items: list[dict] = []
-        used = 0
-        taken: dict[str, list[tuple[int, int]]] = {}
-
-        def add(item: dict | None) -> bool:
-            nonlocal used
-            if item is None or item["last"] < item["first"] or not item["text"].strip():
-                return False  # nothing to give: never an empty item, nor an inverted range
-            spans = taken.setdefault(item["path"], [])
-            if any(a <= item["last"] and item["first"] <= b for a, b in spans):
-                return False
-            c = ctx.cost(ctx.render(item), unit)
-            if used + c > budget:
-                return False
-            item["cost"] = c
-            items.append(item)
-            spans.append((item["first"], item["last"]))
-            used += c
-            return True
-
-        def lines_of(note: Note) -> tuple[list[str], int, list[str], list[bool]]:
-            """The note's lines, where its body starts (past hidden lines too), and each line as
-            shown and whether it is hidden (context.visible)."""
-            try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
-                text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
-            except OSError:
-                return [], 1, [], []
-            lines, start = ctx.note_lines(text, note.path)
-            seen, hidden = ctx.visible(lines, note.path)
-            while start <= len(lines) and (hidden[start - 1] or not seen[start - 1].strip()):
-                start += 1
-            return lines, start, seen, hidden
-
-        def maker(note: Note, seen: list[str], hidden: list[bool], kind: str, why: str,
-                  score: float | None = None, more: dict | None = None):
-            path = show(note.path)
-            more = {**({} if score is None else {"score": round(score, 4)}), **(more or {})}  # a hit's: its note's
-
-            def make(a: int, b: int) -> dict:
-                a, b = ctx.trimmed(hidden, a, b) if hidden else (a, b)
-                return {"kind": kind, "path": path, "title": note.title, "tags": note.tags, "first": a, "last": b,
-                        "text": ctx.shown(seen, hidden, a, b) if hidden else "", "why": why, **more}
-            return make
-
-        hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder) \
-            if with_hot else []
-        hot_budget = budget // 4 if q.strip() else budget
-        for h in hot_items:  # the working set first, within a quarter of the budget
-            if used >= hot_budget:
-                break  # no more room: not read
-            note = self.notes[h["path"]]
-            make = maker(note, [""], [False], "hot", ", ".join(h["why"]))
-            if used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
-                continue  # not even its header fits (a line only adds to it): not read
-            lines, start, seen, hidden = lines_of(note)
-            if start > len(lines):
-                continue
-            last = min(len(lines), start + 2)
-            add(ctx.fit(lines, start, last, start, maker(note, seen, hidden, "hot", ", ".join(h["why"])),
-                        min(hot_budget - used, budget - used), unit))
+        pack = _Pack(budget, unit)
+        if with_hot:
+            self._give_hot(pack, q, show)
         _, ranked, p, _ = self.rank(q, hits, scope)
         prompt = self._prompt(p)
         if not prompt:
             ranked = []  # nothing the query asks of a vault (small talk, stop words, code no note holds)
+        self._give_hits(pack, self._hit_sections(ranked, p), prompt, show, explain)
+        return {"query": q, "budget": budget, "unit": unit, "used": pack.used, "generation": self.generation,
+                "items": pack.items}
+
+    def _lines_of(self, note: Note) -> tuple[list[str], int, list[str], list[bool]]:
+        """The note's lines, where its body starts (past hidden lines too), and each line as
+        shown and whether it is hidden (context.visible)."""
+        try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
+            text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
+        except OSError:
+            return [], 1, [], []
+        lines, start = ctx.note_lines(text, note.path)
+        seen, hidden = ctx.visible(lines, note.path)
+        while start <= len(lines) and (hidden[start - 1] or not seen[start - 1].strip()):
+            start += 1
+        return lines, start, seen, hidden
+
+    def _give_hot(self, pack: _Pack, q: str, show: Callable[[str], str]) -> None:
+        """The HOT notes' first lines into `pack`, the working set first, within a quarter of
+        the budget (all of it for a `q` with no words)."""
+        budget, unit = pack.budget, pack.unit
+        hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder)
+        hot_budget = budget // 4 if q.strip() else budget
+        for h in hot_items:  # the working set first, within a quarter of the budget
+            if pack.used >= hot_budget:
+                break  # no more room: not read
+            note = self.notes[h["path"]]
+            make = _maker(show, note, [""], [False], "hot", ", ".join(h["why"]))
+            if pack.used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
+                continue  # not even its header fits (a line only adds to it): not read
+            lines, start, seen, hidden = self._lines_of(note)
+            if start > len(lines):
+                continue
+            last = min(len(lines), start + 2)
+            make = _maker(show, note, seen, hidden, "hot", ", ".join(h["why"]))
+            pack.add(ctx.fit(lines, start, last, start, make, min(hot_budget - pack.used, budget - pack.used), unit))
+
+    def _hit_sections(self, ranked, p) -> list[tuple]:
+        """Per hit that may answer: (score, note, lines, shown lines, hidden, headings, its
+        sections best first, (where its body starts, its lead))."""
         # a note's sections are weighed by the query's content words: `do` and `I` are rare in
         # notes, and weighed by rarity they picked `Embed a PDF` for `how do I embed a note`
         content = Matcher(*content_words(p.words, p.stems), p.parsed.phrases)
@@ -168,7 +191,7 @@ class WorkingSet:
         sections = []  # per hit: (score, note, lines, shown lines, hidden, headings, its sections best first,
         # (where its body starts, its lead))
         for score, note in ranked:
-            lines, start, seen, hidden = lines_of(note)
+            lines, start, seen, hidden = self._lines_of(note)
             if not lines:
                 continue
             if runs and note.path not in p.parts and not _answers(seen, matcher, runs):
@@ -187,6 +210,15 @@ class WorkingSet:
             sections.append((score, note, lines, seen, hidden, heads,
                              secs or [(*ctx.section(lines, heads, start, start), start, None)],
                              (start, ctx.lead(seen, start, heads))))
+        return sections
+
+    def _give_hits(self, pack: _Pack, sections: list[tuple], prompt: ctx.Prompt, show: Callable[[str], str],
+                   explain: bool) -> None:
+        """Into `pack`: the best section of each hit in `sections` that earns its place, then
+        the strong notes' runners-up that earn theirs, while the budget lasts (below)."""
+        budget, unit = pack.budget, pack.unit
+        threshold = self.config.context.min_evidence
+
         # The best section of each of the top hits that earns its place (context.earned: at most
         # EARNED_NOTES strong, each near the best one's share, or the top hit the prompt names), then
         # the strong notes' runners-up that earn theirs, while the budget lasts
@@ -210,7 +242,7 @@ class WorkingSet:
                 (first, last, focus, heading), ev = judged[i][round_]
                 if round_ and ev.share < threshold:
                     continue
-                room = ctx.item_room(budget, used)
+                room = ctx.item_room(budget, pack.used)
                 why = f"hit {i + 1} for the query" + (f", section “{heading}”" if heading else "")
                 more = {}
                 if explain:
@@ -221,16 +253,14 @@ class WorkingSet:
                         (f" (lacks {', '.join(ev.lacks)})" if ev.lacks else "") + \
                         (f" >= {threshold}" if how == "strong" else
                          f"; its title or heading names {', '.join(ev.names)}: {ev.named:.2f}")
-                make = maker(note, seen, hidden, "hit", why, score, more)
+                make = _maker(show, note, seen, hidden, "hit", why, score, more)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
                 if whole["last"] > last and not any(ln.strip() for ln in seen[first:last]):
                     last = whole["last"]  # a heading over nothing but its subsections: what they say, as it fits
                 elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(room, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
-                if add(ctx.fit(lines, first, last, focus, make, room, unit)):
+                if pack.add(ctx.fit(lines, first, last, focus, make, room, unit)):
                     self.state.touch(note.path, agent=True)
-        return {"query": q, "budget": budget, "unit": unit, "used": used, "generation": self.generation,
-                "items": items}
 
     def _prompt(self, p) -> ctx.Prompt:
         """What a query asks of this vault (context.Prompt), its words weighed by the index."""
