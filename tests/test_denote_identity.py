@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types as t
+from conftest import wait_for
 from test_lsp import lsp, u16
 
 NAME_ID, KEYWORD_ID = "20240125T164237", "20240125T164238"
@@ -77,3 +78,7 @@ def test_a_denote_text_note_is_a_note(make_daemon, dvault):
     assert [h["path"] for h in hits] == [TEXT_NOTE], hits  # notes.txt, no Denote name, is not a note (as before)
     assert hits[0]["title"] == "Plain text note"
     assert {"alpha", "beta", "gamma"} <= set(hits[0]["tags"])
+    later = "20240102T080000--written-later.txt"
+    (dvault / later).write_text("title:      Written later\n---------------------------\n\nQuuxzanzibar.\n")
+    hit = wait_for(lambda: d.request("search", q="quuxzanzibar")["hits"])  # the watcher takes it too
+    assert [(h["path"], h["title"]) for h in hit] == [(later, "Written later")]
