@@ -490,6 +490,7 @@ def _agent() -> bool:
 
 
 def _run(c: _Asker, args) -> int:
+    """Run the command `args` names against the daemon `c`; its exit code."""
     cmd = args.command
     if cmd == "hook":
         return _hook(c, args)
@@ -500,202 +501,225 @@ def _run(c: _Asker, args) -> int:
     if getattr(args, "null", False) and args.format == "human":
         print("vaultq: --null goes with --format paths, vimgrep, emacs or grep", file=sys.stderr)
         return EXIT_USAGE
-    if cmd == "grep":
-        if args.limit < 1:
-            print("vaultq: --limit must be at least 1", file=sys.stderr)
+    runner = _RUNNERS.get(cmd)
+    if runner is None:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
+        return _generic(c, cmd, args)
+    return runner(c, args)
+
+
+def _run_grep(c: _Asker, args) -> int:
+    """grep: each line that matches, in the format asked."""
+    if args.limit < 1:
+        print("vaultq: --limit must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
+                               ("before", args.before), ("case_sensitive", args.case_sensitive),
+                               ("word", args.word)) if v}
+    res = c.request("grep", q=" ".join(args.query), **_page(args), **extra)
+    print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
+    return EXIT_OK if res["matches"] else EXIT_NONE
+
+
+def _run_search(c: _Asker, args) -> int:
+    """search: the best notes for the query, in the format asked."""
+    if args.limit < 1:
+        print("vaultq: --limit must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    # filters, and no snippets for a list of paths (they cost most of a search), sent
+    # only when asked for: the quick path's request stays the bare one
+    extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
+                               ("before", args.before)) if v}
+    if args.format == "paths" and not args.json:
+        extra["snippets"] = False
+    if getattr(args, "all_vaults", False):
+        if args.vault:
+            print("vaultq: --all-vaults searches every vault; --vault names one: give one of them", file=sys.stderr)
             return EXIT_USAGE
-        extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
-                                   ("before", args.before), ("case_sensitive", args.case_sensitive),
-                                   ("word", args.word)) if v}
-        res = c.request("grep", q=" ".join(args.query), **_page(args), **extra)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
-        return EXIT_OK if res["matches"] else EXIT_NONE
-    if cmd == "search":
-        if args.limit < 1:
-            print("vaultq: --limit must be at least 1", file=sys.stderr)
-            return EXIT_USAGE
-        # filters, and no snippets for a list of paths (they cost most of a search), sent
-        # only when asked for: the quick path's request stays the bare one
-        extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
-                                   ("before", args.before)) if v}
-        if args.format == "paths" and not args.json:
-            extra["snippets"] = False
-        if getattr(args, "all_vaults", False):
-            if args.vault:
-                print("vaultq: --all-vaults searches every vault; --vault names one: give one of them", file=sys.stderr)
-                return EXIT_USAGE
-            extra["all_vaults"] = True
-        if args.explain:
-            extra["explain"] = True
-        res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
-                        after_generation=args.after_generation, **extra)
-        _behind(res, args.after_generation)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format, args.null)
-        return EXIT_OK if res["hits"] else EXIT_NONE
-    if cmd == "context":
-        if args.budget < 1:
-            print("vaultq: --budget must be at least 1", file=sys.stderr)
-            return EXIT_USAGE
-        res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
-                        scope="all" if args.all else "warm", after_generation=args.after_generation,
-                        **({"explain": True} if args.explain else {}))
-        _behind(res, args.after_generation)
-        if args.json:
-            print(json.dumps(res, ensure_ascii=False))
-        else:
-            for it in res["items"]:
-                sys.stdout.write(context_item(it))
-            if not res["items"]:
-                print(f"vaultq: nothing to give within {args.budget} {args.unit}" + (
-                    "" if args.query else " (no words: only the HOT notes' openings, and none fits or none is HOT)"),
-                      file=sys.stderr)
-        return EXIT_OK if res["items"] else EXIT_NONE
-    if cmd == "changes":
-        res = c.request("changes", since=args.since, **_page(args))
-        _say_more(res, "paths", args)
-        if args.json:
-            print(json.dumps(res, ensure_ascii=False))
-        else:
-            if res["reset"]:
-                print(f"# generation {args.since} is older than this daemon remembers: everything may have changed")
-            for k, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
-                for p in res[k]:
-                    print(f"{mark} {p}")
-            for old, new in res["moved"]:
-                print(f"R {old} -> {new}")
-            print(f"# now at generation {res['generation']}")
-        return EXIT_OK
-    if cmd == "split":
-        undo = args.undo is not None
-        if sum(map(bool, (args.note, args.list, args.history, args.all or undo))) != 1 or \
-                undo and bool(args.undo) == args.all:
-            print("vaultq: split takes one of NOTE, --list, --history, --all, --undo OP [OP...], --undo --all",
+        extra["all_vaults"] = True
+    if args.explain:
+        extra["explain"] = True
+    res = c.request("search", q=" ".join(args.query), limit=args.limit, scope="all" if args.all else "auto",
+                    after_generation=args.after_generation, **extra)
+    _behind(res, args.after_generation)
+    print(json.dumps(res, ensure_ascii=False)) if args.json else print_search(res, args.format, args.null)
+    return EXIT_OK if res["hits"] else EXIT_NONE
+
+
+def _run_context(c: _Asker, args) -> int:
+    """context: the sections that earn their place within the budget."""
+    if args.budget < 1:
+        print("vaultq: --budget must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
+                    scope="all" if args.all else "warm", after_generation=args.after_generation,
+                    **({"explain": True} if args.explain else {}))
+    _behind(res, args.after_generation)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    else:
+        for it in res["items"]:
+            sys.stdout.write(context_item(it))
+        if not res["items"]:
+            print(f"vaultq: nothing to give within {args.budget} {args.unit}" + (
+                "" if args.query else " (no words: only the HOT notes' openings, and none fits or none is HOT)"),
                   file=sys.stderr)
-            return EXIT_USAGE
-        if args.dry_run and not args.note:  # a preview never writes: it is of one note
-            print("vaultq: --dry-run previews the split of one NOTE; --list shows every proposal --all would split, "
-                  "--history what each op did", file=sys.stderr)
-            return EXIT_USAGE
-        res = c.request("split", note=args.note, dry_run=args.dry_run, list=args.list, history=args.history,
-                        all=args.all, undo=args.undo, force=args.force)
-        if args.json:
-            print(json.dumps(res, ensure_ascii=False))
-        elif args.list:
-            if not (res["over"] or res["cannot"] or res["growing"]):
-                return EXIT_NONE
-            for it in res["over"]:
-                when = "auto" if it.get("auto") else "split"  # auto: it grew while watched, split once quiet
-                print(f"{when:<6} {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
-            for it in res["cannot"]:
-                print(f"cannot {it['path']}  {it['size']} B: {it['why']}")
-            for it in res["growing"]:
-                print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
-        elif args.history:
-            for e in res["history"]:
-                what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else _remembered_row(e) \
-                    if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
-                print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
-                if e["status"] == "aborted" and e.get("reason"):
-                    print(f"    why: {e['reason']}")
-                for ev in e.get("events") or []:  # a step refused or a file left: a save landed meanwhile
-                    print(f"    {ev['what']} {ev['path']}: {ev['reason']}")
-        elif undo:
-            if not res["undone"]:
-                print("vaultq: no split operation to undo (see `vaultq split --history`)", file=sys.stderr)
-                return EXIT_NONE
-            for op in res["undone"]:
-                print(f"undid {op}")
-            print(f"restored {len(res['restored'])} files")
-        elif args.all:
-            for it in res["split"]:
-                if it.get("stale"):
-                    print(f"{it['note']} was saved whole again: removed the parts it duplicated "
-                          f"(undo: vaultq split --undo {it['op']})")
-                    continue
-                print(f"split {it['note']} into {len(it['parts'])} parts, {it['rewritten']} links rewritten "
+    return EXIT_OK if res["items"] else EXIT_NONE
+
+
+def _run_changes(c: _Asker, args) -> int:
+    """changes: what was added, changed, deleted and moved since a generation."""
+    res = c.request("changes", since=args.since, **_page(args))
+    _say_more(res, "paths", args)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    else:
+        if res["reset"]:
+            print(f"# generation {args.since} is older than this daemon remembers: everything may have changed")
+        for k, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
+            for p in res[k]:
+                print(f"{mark} {p}")
+        for old, new in res["moved"]:
+            print(f"R {old} -> {new}")
+        print(f"# now at generation {res['generation']}")
+    return EXIT_OK
+
+
+def _run_split(c: _Asker, args) -> int:
+    """split: one note, --list, --history, --all or --undo, and what each did."""
+    undo = args.undo is not None
+    if sum(map(bool, (args.note, args.list, args.history, args.all or undo))) != 1 or \
+            undo and bool(args.undo) == args.all:
+        print("vaultq: split takes one of NOTE, --list, --history, --all, --undo OP [OP...], --undo --all",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.dry_run and not args.note:  # a preview never writes: it is of one note
+        print("vaultq: --dry-run previews the split of one NOTE; --list shows every proposal --all would split, "
+              "--history what each op did", file=sys.stderr)
+        return EXIT_USAGE
+    res = c.request("split", note=args.note, dry_run=args.dry_run, list=args.list, history=args.history,
+                    all=args.all, undo=args.undo, force=args.force)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    elif args.list:
+        if not (res["over"] or res["cannot"] or res["growing"]):
+            return EXIT_NONE
+        for it in res["over"]:
+            when = "auto" if it.get("auto") else "split"  # auto: it grew while watched, split once quiet
+            print(f"{when:<6} {it['path']}  {it['size']} B -> {it['parts']} parts, {it['rewritten']} links rewritten")
+        for it in res["cannot"]:
+            print(f"cannot {it['path']}  {it['size']} B: {it['why']}")
+        for it in res["growing"]:
+            print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
+    elif args.history:
+        for e in res["history"]:
+            what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else _remembered_row(e) \
+                if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
+            print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
+            if e["status"] == "aborted" and e.get("reason"):
+                print(f"    why: {e['reason']}")
+            for ev in e.get("events") or []:  # a step refused or a file left: a save landed meanwhile
+                print(f"    {ev['what']} {ev['path']}: {ev['reason']}")
+    elif undo:
+        if not res["undone"]:
+            print("vaultq: no split operation to undo (see `vaultq split --history`)", file=sys.stderr)
+            return EXIT_NONE
+        for op in res["undone"]:
+            print(f"undid {op}")
+        print(f"restored {len(res['restored'])} files")
+    elif args.all:
+        for it in res["split"]:
+            if it.get("stale"):
+                print(f"{it['note']} was saved whole again: removed the parts it duplicated "
                       f"(undo: vaultq split --undo {it['op']})")
-            for it in res["skipped"]:
-                print(f"skipped {it['note']}: {it['why']}", file=sys.stderr)
-            if not res["split"]:
-                if not res["skipped"]:
-                    print("vaultq: no note is proposed for splitting (see `vaultq split --list`)", file=sys.stderr)
-                return EXIT_NONE
-        elif res["dry_run"]:
-            sys.stdout.write(res["diff"])
-        else:
-            print(f"split {res['note']} into {len(res['parts'])} parts, {res['rewritten']} links rewritten "
-                  f"(undo: vaultq split --undo {res['op']})")
-            for p in res["parts"]:
-                print(f"  {p}")
-        return EXIT_OK
-    if cmd == "remember":
-        return _remember(c, args)
-    if cmd == "read":
-        try:
-            lines = _lines(args.lines)
-        except ValueError as e:
-            print(f"vaultq: {e}", file=sys.stderr)
-            return EXIT_USAGE
-        res = c.request("read", note=args.note, lines=lines, heading=args.heading, budget=args.budget, unit=args.unit)
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"], end="" if res["text"].endswith("\n") else "\n")
-        if res.get("truncated") and not args.json:
-            print(f"vaultq: {res['path']} is over the size cap (index.max_file_mb): only its first "
-                  f"{res['total_lines']} lines were read", file=sys.stderr)
-        if res["line_cut"] and not args.json:
-            print(f"vaultq: line {res['line_cut']} is longer alone than --budget {args.budget} {args.unit}: only its "
-                  "first part is shown (a bigger --budget shows all of it)", file=sys.stderr)
-        if res["more"] and not args.json:
-            a, b = res["next"]
-            print(f"vaultq: cut after line {res['last']} to stay within --budget {args.budget} {args.unit}; the rest: "
-                  f"--lines {a}:{b}" + (" with the same --heading" if args.heading is not None else "")
-                  + " (or a bigger --budget)", file=sys.stderr)
-        return EXIT_OK
-    if cmd in ("pin", "unpin"):
-        res = c.request(cmd, note=args.note)
-        print(json.dumps(res, ensure_ascii=False) if args.json else f"{cmd}ned {res['path']}")
-        return EXIT_OK
-    if cmd in ("pins", "hot", "recent"):
-        paged = _page(args) if cmd != "pins" else {}
-        res = c.request(cmd, days=args.days, **paged) if cmd == "recent" else c.request(cmd, **paged)
-        items = res[cmd]
-        if paged:
-            _say_more(res, "notes", args)
-        if args.json:
-            print(json.dumps(res, ensure_ascii=False))
-        for it in [] if args.json else items:
-            extra = f"  ({', '.join(it['why'])})" if "why" in it else ""
-            print(it["path"] if args.format == "paths" else f"{it['path']}  {it['title']}{extra}")
-        return EXIT_OK if items else EXIT_NONE
+                continue
+            print(f"split {it['note']} into {len(it['parts'])} parts, {it['rewritten']} links rewritten "
+                  f"(undo: vaultq split --undo {it['op']})")
+        for it in res["skipped"]:
+            print(f"skipped {it['note']}: {it['why']}", file=sys.stderr)
+        if not res["split"]:
+            if not res["skipped"]:
+                print("vaultq: no note is proposed for splitting (see `vaultq split --list`)", file=sys.stderr)
+            return EXIT_NONE
+    elif res["dry_run"]:
+        sys.stdout.write(res["diff"])
+    else:
+        print(f"split {res['note']} into {len(res['parts'])} parts, {res['rewritten']} links rewritten "
+              f"(undo: vaultq split --undo {res['op']})")
+        for p in res["parts"]:
+            print(f"  {p}")
+    return EXIT_OK
+
+
+def _run_read(c: _Asker, args) -> int:
+    """read: a note's lines within the budget, and where the rest is."""
+    try:
+        lines = _lines(args.lines)
+    except ValueError as e:
+        print(f"vaultq: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    res = c.request("read", note=args.note, lines=lines, heading=args.heading, budget=args.budget, unit=args.unit)
+    print(json.dumps(res, ensure_ascii=False)) if args.json else print(res["text"], end="" if res["text"].endswith("\n") else "\n")
+    if res.get("truncated") and not args.json:
+        print(f"vaultq: {res['path']} is over the size cap (index.max_file_mb): only its first "
+              f"{res['total_lines']} lines were read", file=sys.stderr)
+    if res["line_cut"] and not args.json:
+        print(f"vaultq: line {res['line_cut']} is longer alone than --budget {args.budget} {args.unit}: only its "
+              "first part is shown (a bigger --budget shows all of it)", file=sys.stderr)
+    if res["more"] and not args.json:
+        a, b = res["next"]
+        print(f"vaultq: cut after line {res['last']} to stay within --budget {args.budget} {args.unit}; the rest: "
+              f"--lines {a}:{b}" + (" with the same --heading" if args.heading is not None else "")
+              + " (or a bigger --budget)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _run_pin(c: _Asker, args) -> int:
+    """pin, unpin: the note pinned or unpinned."""
+    cmd = args.command
+    res = c.request(cmd, note=args.note)
+    print(json.dumps(res, ensure_ascii=False) if args.json else f"{cmd}ned {res['path']}")
+    return EXIT_OK
+
+
+def _run_notes(c: _Asker, args) -> int:
+    """pins, hot, recent: the notes, one a line, and why each is there."""
+    cmd = args.command
+    paged = _page(args) if cmd != "pins" else {}
+    res = c.request(cmd, days=args.days, **paged) if cmd == "recent" else c.request(cmd, **paged)
+    items = res[cmd]
+    if paged:
+        _say_more(res, "notes", args)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    for it in [] if args.json else items:
+        extra = f"  ({', '.join(it['why'])})" if "why" in it else ""
+        print(it["path"] if args.format == "paths" else f"{it['path']}  {it['title']}{extra}")
+    return EXIT_OK if items else EXIT_NONE
+
+
+def _run_graph(c: _Asker, args) -> int:
+    """graph: the notes around a note, to --depth."""
+    if not 1 <= args.depth <= 5:
+        print("vaultq: --depth must be 1 to 5", file=sys.stderr)
+        return EXIT_USAGE
+    res = c.request("graph", note=args.note, depth=args.depth, **_page(args))
+    print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
+    _say_more(res, "notes", args)
+    return EXIT_OK
+
+
+def _run_items(c: _Asker, args) -> int:
+    """backlinks, links, broken, orphans, tags, problems: the items, one a line (or JSON)."""
+    cmd = args.command
     if cmd in ("backlinks", "links"):
         res = c.request(cmd, note=args.note, **_page(args))
         items = res[cmd]
         _say_more(res, "links", args)
-    elif cmd == "graph":
-        if not 1 <= args.depth <= 5:
-            print("vaultq: --depth must be 1 to 5", file=sys.stderr)
-            return EXIT_USAGE
-        res = c.request("graph", note=args.note, depth=args.depth, **_page(args))
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
-        _say_more(res, "notes", args)
-        return EXIT_OK
-    elif cmd in ("broken", "orphans", "tags", "problems"):
+    else:
         res = c.request(cmd, **(_page(args) if cmd == "tags" else {}))
         items = res[cmd]
         if cmd == "tags":
             _say_more(res, "tags", args)
-    elif cmd == "list":
-        res = c.request("list", tag=args.tag, path=args.path, headings=args.headings, **_page(args))
-        print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
-        _say_more(res, "notes", args)
-        return EXIT_OK if res["notes"] else EXIT_NONE
-    elif cmd == "resolve":
-        res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
-        if args.json:
-            print(json.dumps(res, ensure_ascii=False))
-            return EXIT_OK if (res["path"] or res["url"]) and not res["broken"] else EXIT_NONE
-        return print_resolved(res, args.format, args.null)
-    else:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
-        return _generic(c, cmd, args)
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     elif cmd == "tags":
@@ -714,6 +738,32 @@ def _run(c: _Asker, args) -> int:
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
+
+
+def _run_list(c: _Asker, args) -> int:
+    """list: the notes (with a tag, under a path), in the format asked."""
+    res = c.request("list", tag=args.tag, path=args.path, headings=args.headings, **_page(args))
+    print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
+    _say_more(res, "notes", args)
+    return EXIT_OK if res["notes"] else EXIT_NONE
+
+
+def _run_resolve(c: _Asker, args) -> int:
+    """resolve: where a link leads."""
+    res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+        return EXIT_OK if (res["path"] or res["url"]) and not res["broken"] else EXIT_NONE
+    return print_resolved(res, args.format, args.null)
+
+
+_RUNNERS = {
+    "grep": _run_grep, "search": _run_search, "context": _run_context, "changes": _run_changes,
+    "split": _run_split, "remember": lambda c, args: _remember(c, args), "read": _run_read,
+    "pin": _run_pin, "unpin": _run_pin, "pins": _run_notes, "hot": _run_notes, "recent": _run_notes,
+    "graph": _run_graph, "list": _run_list, "resolve": _run_resolve,
+    **dict.fromkeys(("backlinks", "links", "broken", "orphans", "tags", "problems"), _run_items),
+}  # the commands vaultq runs itself, as `_run` dispatches them
 
 
 def _page(args) -> dict:
