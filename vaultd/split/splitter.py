@@ -260,16 +260,10 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         raise SplitError(f"{note.path} is {len(data)} bytes, not over the {cfg.threshold}-byte threshold")
     lines = data.splitlines(keepends=True)
     nl = b"\r\n" if data.count(b"\r\n") * 2 > data.count(b"\n") else b"\n"  # the note's line ending, in all it writes
-    heads = sorted(headings_of(note), key=lambda h: h.line)
-    if not heads:
-        raise SplitError(f"{note.path} has no headings to split at")
-    top = min(h.level for h in heads)
-    if len(heads) > 1 and heads[0].level == top and all(h.level > top for h in heads[1:]):
-        heads = heads[1:]  # one heading over all the rest is the note's title: it stays in the hub
+    heads = _split_heads(note)
     org = note.path.endswith(".org")
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
-    ext = ".org" if org else ".md"
     dn = parse_name(stem)
     if not org and not dn and any(c in stem for c in "#|[]^"):
         raise SplitError(f"{note.path}: its name holds one of # | [ ] ^, which a wikilink to its parts cannot")
@@ -306,6 +300,64 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         raise SplitError(f"{note.path}: its opening ({opening} bytes above its first heading) is over the threshold "
                          "and cannot be cut smaller at its headings")
     budget = cfg.threshold - max(room, HEADER_ROOM // 4) - margin
+    chunks, oversized = _chunks(note, data, lines, heads, budget, at)
+    ids_taken, existing = names_taken or taken(graph)
+    # Parts of a note with an identifier get their own, the free seconds after the note's:
+    # the same note in the same vault splits alike on every machine (see part_ids)
+    ids = part_ids(base_time(note), ids_taken | _folder_ids(vault / folder), len(chunks)) if (dn or note.id) else []
+    names = _part_names(note, chunks, dn, ids, existing, vault)
+    part_paths = [posixpath.join(folder, n) for n in names]
+    # Parts of a note with a file-level :ID: (org-roam) or front-matter id (Dendron) get their
+    # own too: of the note's and the part's path, unique as the path is, the same on every machine
+    uuids = [str(uuid.uuid5(_SPLIT_UUIDS, f"{file_uuid}/{p}")) for p in part_paths] if file_uuid else []
+
+    # Which part each original line (1-based) went to
+    line_part: dict[int, int] = {}
+    for i, (first, end, _) in enumerate(chunks):
+        for ln in range(first + 1, end + 1):
+            line_part[ln] = i
+    plan = Plan(note=note.path, parts=part_paths, oversized=oversized)
+
+    renumbered = _renumbered(heads, line_part, len(chunks)) if not org else {}
+
+    tops = [header(head, ids[i] if ids else None, uuids[i] if uuids else None) for i, (_, _, head) in enumerate(chunks)]
+
+    anchor_in_part = _anchor_in_part(line_part, tops, chunks, renumbered)
+    edits, own = _link_edits(note, graph, line_part, part_paths, ids, uuids, dn, anchor_in_part)
+
+    hub = _write_parts(plan, note, lines, nl, org, chunks, tops, own, ids if dn else [], markdown, heads, cfg)
+    _rewrite_others(plan, edits, vault, read)
+    plan.changes.append(FileChange(note.path, data, hub))
+    # Links rewritten to name a part are longer: a part they push over the threshold would
+    # be split again, so cut smaller (a section that cannot be cut is over it anyway)
+    over = max((len(c.after) - cfg.threshold for c, (_, _, head) in zip(plan.changes, chunks)
+                if head not in oversized), default=0)
+    if over > 0 and margin < cfg.threshold // 4:
+        return plan_split(note, data, graph, vault, cfg, read, names_taken, margin + over + 64)
+    problems = verify(plan, graph)
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise SplitError(f"{note.path}: the split would change where links lead: {'; '.join(problems[:3])}{more}")
+    return plan
+
+
+def _split_heads(note: Note) -> list[Heading]:
+    """The headings `note` is split at, in order: all but one heading over all the rest (the
+    note's title, which stays in the hub). Raises SplitError when it has none."""
+    heads = sorted(headings_of(note), key=lambda h: h.line)
+    if not heads:
+        raise SplitError(f"{note.path} has no headings to split at")
+    top = min(h.level for h in heads)
+    if len(heads) > 1 and heads[0].level == top and all(h.level > top for h in heads[1:]):
+        heads = heads[1:]  # one heading over all the rest is the note's title: it stays in the hub
+    return heads
+
+
+def _chunks(note: Note, data: bytes, lines: list[bytes], heads: list[Heading], budget: int,
+            at: list[int]) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """The note's headed text cut into parts within `budget` bytes at its headings (`at`: the
+    bytes before each line), and the headings of sections that cannot be cut. Raises
+    SplitError when that makes fewer than two parts."""
     chunks, oversized = _sections(lines, heads, budget, at=at)
     if len(chunks) == 1 and not oversized:
         # all its headed text fits in one part (the note is over the threshold by its front
@@ -321,10 +373,17 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         raise SplitError(f"{note.path}: all of its headed text fits in one part, which cannot be cut smaller "
                          "at its headings" if len(chunks) == 1 and not oversized else
                          f"{note.path} is one section of {len(data)} bytes that cannot be cut smaller")
-    ids_taken, existing = names_taken or taken(graph)
-    # Parts of a note with an identifier get their own, the free seconds after the note's:
-    # the same note in the same vault splits alike on every machine (see part_ids)
-    ids = part_ids(base_time(note), ids_taken | _folder_ids(vault / folder), len(chunks)) if (dn or note.id) else []
+    return chunks, oversized
+
+
+def _part_names(note: Note, chunks: list[tuple[int, int, str]], dn, ids: list[str], existing: set[str],
+                vault: Path) -> list[str]:
+    """Each part's file name, beside the note: a Denote name with its identifier, a Dendron
+    child, or "<note> - <heading>", numbered past any name the vault holds (`existing`:
+    its paths case-folded) or the folder has."""
+    folder = posixpath.dirname(note.path)
+    stem = posixpath.basename(note.path).rsplit(".", 1)[0]
+    ext = ".org" if note.path.endswith(".org") else ".md"
     names: list[str] = []
     for i, (_, _, head) in enumerate(chunks):
         if dn:
@@ -343,29 +402,28 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                    or os.path.lexists(vault / folder / name)):
                 name, k = f"{base}{sep}{k}{ext}", k + 1
         names.append(name)
-    part_paths = [posixpath.join(folder, n) for n in names]
-    # Parts of a note with a file-level :ID: (org-roam) or front-matter id (Dendron) get their
-    # own too: of the note's and the part's path, unique as the path is, the same on every machine
-    uuids = [str(uuid.uuid5(_SPLIT_UUIDS, f"{file_uuid}/{p}")) for p in part_paths] if file_uuid else []
+    return names
 
-    # Which part each original line (1-based) went to
-    line_part: dict[int, int] = {}
-    for i, (first, end, _) in enumerate(chunks):
-        for ln in range(first + 1, end + 1):
-            line_part[ln] = i
-    plan = Plan(note=note.path, parts=part_paths, oversized=oversized)
 
+def _renumbered(heads: list[Heading], line_part: dict[int, int], parts: int) -> dict[int, tuple[str, str]]:
+    """A Markdown note's headings whose anchor changes in their part: line -> (anchor in the
+    note, anchor in its part)."""
     # Markdown anchors are numbered per file (`a`, `a-1`, ...): a heading's own in its part
     renumbered: dict[int, tuple[str, str]] = {}  # line -> (anchor in the note, anchor in its part)
-    if not org:
-        seen: list[dict[str, int]] = [{} for _ in chunks]  # each part's slugs so far
-        for h in heads:
-            if h.line in line_part:
-                mine = numbered(github_slug(h.text), seen[line_part[h.line]])
-                if h.anchor != mine:
-                    renumbered[h.line] = (h.anchor, mine)
+    seen: list[dict[str, int]] = [{} for _ in range(parts)]  # each part's slugs so far
+    for h in heads:
+        if h.line in line_part:
+            mine = numbered(github_slug(h.text), seen[line_part[h.line]])
+            if h.anchor != mine:
+                renumbered[h.line] = (h.anchor, mine)
+    return renumbered
 
-    tops = [header(head, ids[i] if ids else None, uuids[i] if uuids else None) for i, (_, _, head) in enumerate(chunks)]
+
+def _anchor_in_part(line_part: dict[int, int], tops: list[bytes], chunks: list[tuple[int, int, str]],
+                    renumbered: dict[int, tuple[str, str]]):
+    """A function giving a link's anchor as it must read once its target's line is in its
+    part (an Org line number counted in the part, a renumbered Markdown anchor), None when
+    it stays as it is."""
 
     def anchor_in_part(r) -> str | None:
         if r.link.kind == "file" and r.link.anchor.strip().isdigit() and r.line in line_part:
@@ -375,6 +433,14 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         a = r.link.anchor or r.link.label.partition("#")[2]  # Dendron's [[label|note#a]]: in the label
         prefix = "#" if a.startswith("#") else ""  # denote:ID::#a, file:x::#a
         return prefix + mine if old is not None and a[len(prefix):] == old else None
+
+    return anchor_in_part
+
+
+def _link_edits(note: Note, graph: Graph, line_part: dict[int, int], part_paths: list[str], ids: list[str],
+                uuids: list[str], dn, anchor_in_part) -> tuple[dict[str, list[tuple[int, int, str, str]]], list]:
+    """The links to rewrite: other notes' into moved headings and blocks (path -> (line, col,
+    old raw, new raw)), and the note's own to its own headings, from wherever they end up."""
 
     def follows(r) -> bool:
         """Whether a link leads wherever its target's text goes without a rewrite: an `id:`
@@ -408,7 +474,17 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             new = retarget(r.link, part_paths[line_part[r.link.line]], note.path, hub_id, internal=True)
             if new:
                 own.append((r.link.line, r.link.col, r.link.raw, new))
+    return edits, own
 
+
+def _write_parts(plan: Plan, note: Note, lines: list[bytes], nl: bytes, org: bool,
+                 chunks: list[tuple[int, int, str]], tops: list[bytes], own: list, hub_ids: list[str],
+                 markdown: bool, heads: list[Heading], cfg: Split) -> bytes:
+    """The note's own links rewritten (`own`), each part (its header `tops`, its lines) into
+    `plan.changes`, and where every original line went into `plan.line_map`, footnote
+    definitions copied where they are used; returns the hub: what is above the first part,
+    the list of the parts, and what follows the last."""
+    part_paths = plan.parts
     new_lines = list(lines)
     bom = b""
     if new_lines and new_lines[0].startswith(b"\xef\xbb\xbf"):  # the file's, not its first line's: it stays first
@@ -429,7 +505,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
         hub += nl
     line_map.update({ln: (note.path, ln) for ln in range(1, chunks[0][0] + 1)})
     held = [[h.text for h in _held(heads, first, end)] for first, end, _ in chunks]
-    hub += (nl if hub else b"") + _hub_list(org, part_paths, chunks, ids if dn else [], markdown, held,
+    hub += (nl if hub else b"") + _hub_list(org, part_paths, chunks, hub_ids, markdown, held,
                                             max(1024, cfg.threshold // 4)).replace(b"\n", nl)
     tail_start = chunks[-1][1]
     at = hub.count(b"\n")
@@ -444,6 +520,12 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             hub += extra
         else:
             c.after += extra
+    plan.line_map = line_map
+    return hub
+
+
+def _rewrite_others(plan: Plan, edits: dict[str, list[tuple[int, int, str, str]]], vault: Path, read) -> None:
+    """The other notes' links to moved text rewritten (`edits`), each note a change in `plan`."""
     for src, items in edits.items():
         before = read(vault / src)
         text_lines = before.splitlines(keepends=True)
@@ -451,19 +533,6 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
             text_lines[ln - 1] = _replace_at(text_lines[ln - 1], col, old, new, src, ln)
         plan.changes.append(FileChange(src, before, b"".join(text_lines)))
         plan.rewritten += len(items)
-    plan.changes.append(FileChange(note.path, data, hub))
-    plan.line_map = line_map
-    # Links rewritten to name a part are longer: a part they push over the threshold would
-    # be split again, so cut smaller (a section that cannot be cut is over it anyway)
-    over = max((len(c.after) - cfg.threshold for c, (_, _, head) in zip(plan.changes, chunks)
-                if head not in oversized), default=0)
-    if over > 0 and margin < cfg.threshold // 4:
-        return plan_split(note, data, graph, vault, cfg, read, names_taken, margin + over + 64)
-    problems = verify(plan, graph)
-    if problems:
-        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-        raise SplitError(f"{note.path}: the split would change where links lead: {'; '.join(problems[:3])}{more}")
-    return plan
 
 
 def verify(plan: Plan, graph: Graph) -> list[str]:
