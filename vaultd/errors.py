@@ -111,10 +111,6 @@ class CaptureOff(QueryError):
     code = "capture_off"
 
 
-class ProtocolError(VaultdError):
-    """A request line that is not valid JSON or not a valid request."""
-
-
 class DaemonUnavailable(VaultdError):
     """No daemon answers on the socket."""
 

@@ -13,7 +13,7 @@ from typing import Annotated, Union
 
 import msgspec
 
-from .errors import explain_validation
+from .errors import VaultdError, explain_validation
 
 PROTOCOL_VERSION = 1
 MAX_LINE = 1 << 20
@@ -57,7 +57,7 @@ class _Envelope(msgspec.Struct):
     v: object = None
 
 
-class BadRequest(Exception):
+class BadRequest(VaultdError):
     """A line that is not a valid request; carries the error code and the request id if any."""
 
     def __init__(self, code: str, message: str, id: Id = None):

@@ -31,13 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import VaultdError
 from . import checked
 from .state import write_atomic
 
 logger = logging.getLogger("vaultd.split")  # its lines read as they did when it lived in the splitter
 
 
-class SplitError(Exception):
+class SplitError(VaultdError):
     """A journaled write (a split, an undo, a remembered entry) that cannot or must not be
     done now, and why. Named for the first writer; every journaled writer raises it."""
 
