@@ -248,7 +248,7 @@ def test_a_route_to_a_missing_note_is_refused_and_bad_rules_are_config_errors(ma
         assert r.returncode != 0 and "capture.route #1" in r.stderr and said in r.stderr, (rule, r.stderr)
 
 
-@pytest.mark.parametrize("char", [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))])
+@pytest.mark.parametrize("char", [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)])
 def test_bidi_controls_are_refused(capturing, char):
     d = capturing
     before = tree(d.vault)

@@ -53,11 +53,12 @@ keywords are exactly its own (the same short entry remembered before)."""
 _TAG = re.compile(r"\w*[^\W\d_]\w*")
 """A tag: one word of letters, digits and _, with a letter (as Markdown `#tags`, Org tags
 and Denote keywords all read one)."""
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """Control characters (category Cc: C0, DEL, C1 with NEL) but tab and line feed, the
 Unicode line and paragraph separators (Zl, Zp): each a line break to some reader; and the
-bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which make a line
-read otherwise than it is stored."""
+Unicode's Bidi_Control characters: the embeddings, overrides and isolates (U+202A-U+202E,
+U+2066-U+2069) and the marks (U+200E, U+200F, U+061C), which make a line read otherwise
+than it is stored."""
 _NAME = re.compile(r"[\w .@/:-]+")
 """A source or session: a plain name (letters, digits, space and - _ . @ / :), so that it
 is inert text in the entry's last line or drawer (no #tag, no [[link]], no line break)."""

@@ -251,8 +251,8 @@ class WorkingSet:
                                        "earned": how, "ignored": prompt.idle}
                     why += f"; holds {', '.join(ev.held)}: {ev.share:.2f} of the query's weight" + \
                         (f" (lacks {', '.join(ev.lacks)})" if ev.lacks else "") + \
-                        (f" >= {threshold}" if how == "strong" else
-                         f"; its title or heading names {', '.join(ev.names)}: {ev.named:.2f}")
+                        (f"; its title or heading names {', '.join(ev.names)}: {ev.named:.2f}" if how == "named"
+                         else f" >= {threshold}" + ("" if how == "strong" else ", in its text alone"))
                 make = _maker(show, note, seen, hidden, "hit", why, score, more)
                 whole = make(first, ctx.whole_section(lines, heads, first, last))
                 if whole["last"] > last and not any(ln.strip() for ln in seen[first:last]):
