@@ -279,3 +279,20 @@ def test_vaultq_says_how_to_get_the_rest(big_vault):
     assert r.returncode == 0 and len(r.stdout.splitlines()) == NOTES and r.stderr == ""
     r = q("--vault", str(d.vault), "search", "hub", "--socket", str(d.socket))  # --socket after the command too
     assert r.returncode == 0 and "hub.md" in r.stdout, r.stderr
+
+
+def test_an_offset_past_the_end_says_so(tmp_path, short_dir):
+    """vaultq with --offset past the last item: exit 1 (nothing), and a line saying how many there are."""
+    v = tmp_path / "v"
+    v.mkdir()
+    for i in range(3):
+        (v / f"n{i}.md").write_text(f"# N{i}\n\nsome words\n")
+    d = Daemon(v, tmp_path / "state", short_dir / "o.sock").start()
+    try:
+        base = [sys.executable, "-m", "vaultd.vaultq", "--socket", str(d.socket)]
+        r = subprocess.run(base + ["list", "--offset", "7"], capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout, r.stderr) == (1, "", "vaultq: --offset 7 is past the end: there are 3 notes\n")
+        r = subprocess.run(base + ["grep", "words", "--offset", "9"], capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stderr) == (1, "vaultq: --offset 9 is past the last match\n")
+    finally:
+        d.stop()

@@ -396,6 +396,8 @@ def print_grep(res: dict, fmt: str, null: bool = False) -> None:
         which = f"the first {res['total']}" if not res["offset"] else \
             f"{res['total']}, from the {_nth(res['offset'] + 1)},"
         print(f"vaultq: only {which} matches (--limit); the next: --offset {res['next']}", file=sys.stderr)
+    elif res.get("offset") and not res["matches"]:
+        print(f"vaultq: --offset {res['offset']} is past the last match", file=sys.stderr)
 
 
 def _dot(s: str) -> str:
@@ -779,10 +781,14 @@ def _nth(n: int) -> str:
 def _say_more(res: dict, what: str, args) -> None:
     """On stderr, unless --json (whose `more` and `next` say it): which part of a paged
     answer is shown, and how to ask for the rest."""
-    if res.get("more") and not getattr(args, "json", False):
+    if getattr(args, "json", False):
+        return
+    if res.get("more"):
         shown = res["next"] - res["offset"]
         print(f"vaultq: {shown} of {res['total']} {what} shown (from the {_nth(res['offset'] + 1)}); the next: "
               f"--offset {res['next']} (or a bigger --limit, at most {ops.MOST})", file=sys.stderr)
+    elif res.get("offset") and res.get("total") is not None and res["offset"] >= res["total"]:
+        print(f"vaultq: --offset {res['offset']} is past the end: there are {res['total']} {what}", file=sys.stderr)
 
 
 def _remember(c: _Asker, args) -> int:
