@@ -309,9 +309,12 @@ IDLE_KO = frozenset("""
     해줘 해주세요 해줄래 해봐 좀 혹시 정말 진짜 그냥 이거 저거 그거 그게 이게 저게 거 것 건 건데 거야
     싶어 싶은데 싶다 싶어요 있어 있었지 있었나 있나요 있을까 있어요 없어 할까 하자 하는 한번 다시
     보여줘 정리해줘 설명해줘 요약해줘 찾아줘 말해줘 내 나 저 제 우리 너 당신 오늘 지금 이제
+    무슨 무엇 뭐라고 대해 대한 관해 관한 썼지 썼어 썼던 썼나 적었지 적었어 적었던 적어둔 말했지 말했던
 """.split())
 """The same for Korean: small talk (`고마워`, `좋아 계속해`, `ㅇㅋ`) and a request's words
-(`알려줘`, `뭐야`), as a run is or less a particle or ending (see core)."""
+(`알려줘`, `뭐야`), as a run is or less a particle or ending (see core); with the Korean
+for the words of asking about one's notes that IDLE and PLAIN hold in English (what,
+about, wrote, said: `가치관에 대해 뭐라고 썼지`, "what did I write about values")."""
 
 PLAIN = frozenset("""
     able add added again ago almost along already always another any anymore around ask asked away back bad
