@@ -28,12 +28,9 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -43,48 +40,11 @@ SHARED = ROOT.parent / "shared"
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT))
 
+from quality import Daemon  # noqa: E402  (bench/quality.py: vaultd on a corpus copy)
 from vaultd.render import estimate_tokens  # noqa: E402
 
 HEADER = re.compile(r"^## (/[^\n]*?):(\d+)-(\d+) ", re.M)
 """An injected item's provenance line: `## /abs/path:first-last title (why)`."""
-
-
-class Daemon:
-    """vaultd on a corpus copy, run from the code at `pythonpath` (None: this checkout)."""
-
-    def __init__(self, vault: Path, work: Path, name: str, env: dict):
-        self.sock = work / f"{name}.sock"
-        cfg = work / f"{name}.toml"
-        cfg.write_text('[split]\nmode = "off"\n')  # the corpora are read, never split
-        self.proc = subprocess.Popen(
-            [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / name), "--socket",
-             str(self.sock), "--log-level", "warning", "--config", str(cfg)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.monotonic() + 1800
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"vaultd exited ({self.proc.returncode}) on {vault}")
-            try:
-                if self.ask("status").get("graph") == "ready":
-                    return
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit(f"vaultd did not come up on {vault}")
-
-    def ask(self, op: str, **kw) -> dict:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(str(self.sock))
-            s.sendall(json.dumps({"op": op, **kw}).encode() + b"\n")
-            with s.makefile("rb") as f:
-                msg = json.loads(f.readline())
-        if not msg["ok"]:
-            raise RuntimeError(msg["error"])
-        return msg["result"]
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=60)
 
 
 def hook(sock: Path, prompt: str, project: Path, budget: int, env: dict) -> str:
@@ -120,7 +80,7 @@ def run(code: str, pythonpath: str | None, prompts: list[dict], corpora: Path, w
         vault = work / "vaults" / corpus  # a copy (mtimes kept): a daemon never runs on the shared corpora
         if not vault.exists():
             shutil.copytree(corpora / corpus, vault, symlinks=True)
-        d = Daemon(vault, work, f"{code}-{corpus}", env)
+        d = Daemon(vault, work, name=f"{code}-{corpus}", env=env)
         try:
             for q in qs:
                 out = hook(d.sock, q["prompt"], project, budget, env)

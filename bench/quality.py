@@ -42,10 +42,12 @@ def norm(s: str) -> str:
 
 
 class Daemon:
-    def __init__(self, vault: Path, work: Path, semantic: bool = False, semantic_config: str = ""):
+    def __init__(self, vault: Path, work: Path, semantic: bool = False, semantic_config: str = "",
+                 name: str | None = None, env: dict | None = None):
         """`semantic`: with semantic recall on (and these more `[semantic]` keys), answering once
-        every note's vectors are made."""
-        name = vault.name + ("-semantic" if semantic else "")
+        every note's vectors are made. `name`: of its state folder and socket; `env`: its
+        environment (another checkout's code through PYTHONPATH, bench/prompts.py)."""
+        name = name or vault.name + ("-semantic" if semantic else "")
         self.sock = work / f"{abs(hash(name)) % 10**8}.sock"
         cfg = work / f"{name}.toml"
         cfg.write_text('[split]\nmode = "off"\n'  # the corpora are read, never split
@@ -53,9 +55,11 @@ class Daemon:
         self.proc = subprocess.Popen(
             [str(BIN / "vaultd"), "run", "--vault", str(vault), "--state-dir", str(work / name), "--socket",
              str(self.sock), "--log-level", "warning", "--config", str(cfg)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 3600
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"vaultd exited ({self.proc.returncode}) on {vault}")
             try:
                 st = self.ask("status")
                 if st.get("graph") == "ready" and not (semantic and (st["semantic"]["pending"] or
