@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conftest import wait_for
+
 CONSONANTS = "bcdfghjklmnpqrtvwxz"
 TOKEN = re.compile(r"\bzq[bcdfghjklmnpqrtvwxz]{10}\b")
 WORDS = "memory index search agent note vault graph link context tree budget cache journal project".split()
@@ -148,7 +150,7 @@ class Rounds:
             try:
                 for step in steps:
                     step()
-                    time.sleep(ex.r.choice(PAUSES))
+                    time.sleep(ex.r.choice(PAUSES))  # scenario: the edits' own timing, what is tested
             except BaseException as e:  # the harness's own failure: raised in the caller
                 errors.append(e)
 
@@ -171,14 +173,8 @@ class Rounds:
         name = f"b{self.barriers:05d}.md"
         (d / name).write_text(f"# Barrier {self.barriers}\n")
         want = [f"{BARRIER_DIR}/{name}"]
-        deadline = time.monotonic() + self.timeout
-        while True:
-            listed = [n["path"] for n in self.ask("list", path=[BARRIER_DIR])["notes"]]
-            if listed == want and self.ask("status")["pending"] == 0:
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"barrier {name} not committed within {self.timeout} s (listed {listed})")
-            time.sleep(0.02)
+        wait_for(lambda: [n["path"] for n in self.ask("list", path=[BARRIER_DIR])["notes"]] == want
+                 and self.ask("status")["pending"] == 0, timeout=self.timeout, interval=0.02)
 
     # -- the operations ------------------------------------------------------------------
 
@@ -220,7 +216,7 @@ class Rounds:
             with open(f, "wb") as out:  # truncated here
                 out.flush()
                 if gap:
-                    time.sleep(gap)
+                    time.sleep(gap)  # scenario: the file left empty this long (past the debounce, or not)
                 out.write(new)
             ex.done.append(f"{kind} {p} ({len(old)} -> {len(new)} bytes, {gap:.3f} s open empty)")
         elif kind == "append":

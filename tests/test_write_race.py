@@ -4,7 +4,6 @@ bench/races.py runs every step with every kind of save, many times; this runs ev
 of every operation once, with one kind of save each, and a few more."""
 
 import errno
-import fcntl
 import os
 import random
 import threading
@@ -12,6 +11,8 @@ import threading
 import pytest
 
 import write_race as w
+from conftest import wait_for
+from write_race import paused
 from vaultd.store import checked
 
 
@@ -80,12 +81,8 @@ def test_a_save_renamed_over_the_file_after_the_check_is_kept_whole(tmp_path, at
             other.write_bytes(b"the user's save\n")
             os.replace(other, p)
 
-    checked.pause = pause
-    try:
-        with pytest.raises(checked.Changed) as e:
-            checked.replace(p, b"old\n", b"new\n")
-    finally:
-        checked.pause = None
+    with paused(pause), pytest.raises(checked.Changed) as e:
+        checked.replace(p, b"old\n", b"new\n")
     assert "saved anew" in e.value.reason and p.read_bytes() == b"the user's save\n"
     assert [x.name for x in tmp_path.iterdir()] == ["n.md"]
 
@@ -98,15 +95,10 @@ def test_an_in_place_save_waits_for_the_lease_and_lands_in_the_file(tmp_path):
     def pause(name, path, fd):
         if name == "written":
             saver.start()
-            while saver.is_alive() and fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK:
-                pass  # the saver's open() breaks our lease (it then waits for us)
+            wait_for(lambda: not saver.is_alive() or w.breaking(fd))  # its open() breaks our lease, then waits
 
-    checked.pause = pause
-    try:
-        with pytest.raises(checked.Changed) as e:
-            checked.replace(p, b"old\n", b"new\n")
-    finally:
-        checked.pause = None
+    with paused(pause), pytest.raises(checked.Changed) as e:
+        checked.replace(p, b"old\n", b"new\n")
     saver.join(60)
     assert "opened it for writing" in e.value.reason or "saved anew" in e.value.reason
     assert p.read_bytes() == b"old\nand the user's line\n"

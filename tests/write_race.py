@@ -21,17 +21,20 @@ Used by tests/test_write_race.py (a sample of races) and bench/races.py (all of 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from conftest import wait_for
 from vaultd.config import Config
 from vaultd.errors import QueryError
 from vaultd.store import checked
@@ -40,6 +43,21 @@ from vaultd.vault import Vault
 OPS = ("split", "undo split", "undo remember", "remember", "supersede")
 EDITORS = ("inplace", "rename", "backup")
 OLD = time.time() - 3600
+
+
+@contextlib.contextmanager
+def paused(at: Callable[[str, Path, int | None], None]):
+    """store/checked.py's steps call `at` while in this block (its test-only injection point)."""
+    checked.pause = at
+    try:
+        yield
+    finally:
+        checked.pause = None
+
+
+def breaking(fd: int) -> bool:
+    """Whether someone's open() for writing is breaking the lease held on `fd` (and waits)."""
+    return fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK
 
 
 def _section(i: int) -> str:
@@ -144,11 +162,8 @@ def steps(tmp: Path, op: str) -> list[str]:
     seen: list[str] = []
     try:
         undo = _prepare(v, op)
-        checked.pause = lambda name, path, fd: seen.append(f"{name} {path.relative_to(root).as_posix()}")
-        try:
+        with paused(lambda name, path, fd: seen.append(f"{name} {path.relative_to(root).as_posix()}")):
             _run(v, op, undo)
-        finally:
-            checked.pause = None
     finally:
         v.close()
     return seen
@@ -175,24 +190,18 @@ def race(tmp: Path, op: str, step: int, editor: str, rng: random.Random) -> Race
             rel = path.relative_to(root).as_posix()
             r.at = f"{name} {rel}"
             r.target = rel if rng.random() < 0.75 or not writable else rng.choice(writable)
-            leased = fd is not None and fcntl.fcntl(fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK
+            leased = fd is not None and not breaking(fd)
             t = threading.Thread(target=save, args=(root / r.target, editor, line), daemon=True)
             editors.append(t)
             t.start()
-            deadline = time.monotonic() + 60
-            while t.is_alive() and time.monotonic() < deadline:  # done, or waiting on our lease
-                if leased and fcntl.fcntl(fd, fcntl.F_GETLEASE) != fcntl.F_RDLCK:
-                    break
-                time.sleep(0.0005)
+            wait_for(lambda: not t.is_alive() or (leased and breaking(fd)), interval=0.0005)  # done, or waiting on us
 
-        checked.pause = pause
         try:
-            _run(v, op, undo)
+            with paused(pause):
+                _run(v, op, undo)
             r.outcome = "done"
         except QueryError as e:
             r.outcome, r.error = "refused", str(e)
-        finally:
-            checked.pause = None
         for t in editors:
             t.join(60)
         files = _files(root)
