@@ -514,12 +514,15 @@ def _run_grep(c: _Asker, args) -> int:
     if args.limit < 1:
         print("vaultq: --limit must be at least 1", file=sys.stderr)
         return EXIT_USAGE
-    extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
-                               ("before", args.before), ("case_sensitive", args.case_sensitive),
-                               ("word", args.word)) if v}
+    extra = _given(args, "tag", "path", "after", "before", "case_sensitive", "word")
     res = c.request("grep", q=" ".join(args.query), **_page(args), **extra)
     print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
     return EXIT_OK if res["matches"] else EXIT_NONE
+
+
+def _given(args, *names: str) -> dict:
+    """The options of `names` that were given (sent only then: a bare request stays bare)."""
+    return {k: v for k in names if (v := getattr(args, k))}
 
 
 def _run_search(c: _Asker, args) -> int:
@@ -529,8 +532,7 @@ def _run_search(c: _Asker, args) -> int:
         return EXIT_USAGE
     # filters, and no snippets for a list of paths (they cost most of a search), sent
     # only when asked for: the quick path's request stays the bare one
-    extra = {k: v for k, v in (("tag", args.tag), ("path", args.path), ("after", args.after),
-                               ("before", args.before)) if v}
+    extra = _given(args, "tag", "path", "after", "before")
     if args.format == "paths" and not args.json:
         extra["snippets"] = False
     if getattr(args, "all_vaults", False):
