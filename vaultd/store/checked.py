@@ -40,7 +40,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from .state import fsync_dir, write_atomic
+from .state import fsync_dir, temp_name, write_atomic
 
 pause: Callable[[str, Path, int | None], None] | None = None
 """Tests only: called at each step (`checked`, `written`, `swapping`, `swapped`, `done`) with the path
@@ -177,17 +177,13 @@ def _read(fd: int, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
 def replace(path: Path, expect: bytes, data: bytes, mode: int | None = None) -> os.stat_result:
     """Replace the file at `path`, which must hold `expect`, with `data` (atomically, as
     write_atomic, keeping the file's permissions unless `mode`). Changed when the file is
     not `expect`, or is written, saved anew, moved or deleted before the swap: nothing was
     written then. Returns the new file's stat."""
     held = _Held(path, expect)
-    tmp = _tmp(path)
+    tmp = temp_name(path)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -222,7 +218,7 @@ def remove(path: Path, expect: bytes) -> None:
     is then where it was (or, when a new file took its name meanwhile, kept beside it as
     `.NAME.PID.tmp`, named in the reason)."""
     held = _Held(path, expect)
-    tmp = _tmp(path)
+    tmp = temp_name(path)
     try:
         os.rename(path, tmp)  # the name is free at once; the file checked is still whole
         step("swapped", path, held.fd)

@@ -40,7 +40,7 @@ from .. import __version__
 from ..note import StoredNote
 from .graph import NOWHERE, Column, Dest, Graph, Lazy, Snapshot, dep_code, key
 from .index import path_key
-from .state import fsync_dir
+from .state import fsync_dir, temp_name
 
 logger = logging.getLogger("vaultd.graph")
 
@@ -336,7 +336,7 @@ def _write(path: Path, stamp: Stamp, notes: dict[str, StoredNote], graph: _Graph
     of the folder), readable by its owner alone, with its stamp in the trailer. Returns the
     bytes written."""
     enc = msgspec.msgpack.Encoder()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:
         os.fchmod(fd, 0o600)

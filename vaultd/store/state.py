@@ -56,6 +56,12 @@ def changed_ns(state: State, path: str, mtime_ns: int, size: int) -> int:
     return state.written[path][2] if as_written(state, path, mtime_ns, size) else mtime_ns
 
 
+def temp_name(path: Path) -> Path:
+    """The temporary file `path` is written through: a dot file beside it (never indexed),
+    named by this process."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
 def write_atomic(path: Path, data: bytes, mode: int | None = None, new: bool = False) -> os.stat_result:
     """Replace `path` with `data` so that a crash leaves either the old or the new file.
     The file keeps its permissions (a private note stays private); a new one gets `mode`,
@@ -67,7 +73,7 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None, new: bool = F
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_name(path)
     with open(tmp, "wb") as f:
         f.write(data)
         f.flush()
