@@ -945,7 +945,8 @@ def test_two_synced_copies_split_a_note_into_the_same_files(tmp_path):
             assert made == [f"20250102T0000{k:02}" for k in range(1, len(made) + 1)], "the free seconds after the note's"
         finally:
             v.close()
-        time.sleep(1.1)  # the second machine splits later
+        later = int(time.time()) + 1
+        wait_for(lambda: time.time() >= later)  # the second machine splits in a later second
     assert trees[0] == trees[1]
     assert trees[0]["other.md"] != _SYNCED["other.md"].encode()
 
