@@ -2,6 +2,7 @@
 
     python bench/run.py                  # both vaults: typical (10,000 genvault notes, 60 MB) and seed scale
     python bench/run.py --only typical   # or --only seed (3,142 files, 474 MB)
+    python bench/run.py --only typical --baseline /tmp/base   # also earlier code (a git worktree), same run
     python bench/run.py --vault DIR      # your own (copied first: churn and freshness write into the copy)
 
 (a) full index (vaultd index) vs the same texts fed straight to Tantivy, same schema:
@@ -230,6 +231,10 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--churn-seconds", type=float, default=30)
     ap.add_argument("--semantic", action="store_true", help="also (i): semantic recall on against off (needs the extra)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="a checkout of earlier code (git worktree add DIR REV): each vault measured for it too, "
+                         "in the same run, before this code's turn, then a table of before, after and "
+                         "after/before for every figure")
     ap.add_argument("--semantic-config", action="append", default=[],
                     help="more [semantic] keys for (i), e.g. 'cjk = false'; repeated: (i) once for each")
     args = ap.parse_args()
@@ -251,21 +256,52 @@ def main() -> int:
     if not shutil.which("rg"):
         print("bench: ripgrep (rg) is not installed; install it (apt install ripgrep, brew install ripgrep)"
               " for the rg baseline of (b). Measuring against grep only.", file=sys.stderr)
-    rows = []
+    rows, before = [], []
     for name, gen in vaults:
-        work = Path(tempfile.mkdtemp(prefix="vp"))
-        try:
-            rows += bench(args, work, name, gen)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    head = ("vault", "measure", "vaultd", "baseline, same run", "ratio", "target")
-    w = [max(len(str(r[i])) for r in [*rows, head]) for i in range(len(head))]
+        if args.baseline:
+            before += measured(args, name, gen, code=Path(args.baseline).resolve())
+        rows += measured(args, name, gen)
     print(f"{os.cpu_count()} CPUs; {platform.python_implementation()} {platform.python_version()}")
+    if args.baseline:
+        table(("vault", "measure", "before", "after", "after/before"), [
+            (a[0], a[1], b[2], a[2], compare(b[2], a[2])) for b, a in zip(before, rows)])
+        print()
+    table(("vault", "measure", "vaultd", "baseline, same run", "ratio", "target"), rows)
+    return 0
+
+
+def measured(args, name: str, gen: list[str] | None, code: Path | None = None) -> list[tuple]:
+    """The rows of one vault, for this checkout's code or (`code`) another's: its package put
+    first on every child's import path (vaultd, vaultq and the raw Tantivy script import it)."""
+    env = os.environ.get("PYTHONPATH")
+    if code is not None:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(code / "vaultd")], check=True)
+        os.environ["PYTHONPATH"] = str(code) + (os.pathsep + env if env else "")
+    work = Path(tempfile.mkdtemp(prefix="vp"))
+    try:
+        return bench(args, work, name, gen)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if env is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = env
+
+
+def compare(before: str, after: str) -> str:
+    """after/before for each number of a figure ("1.20/3.4" and "1.32/3.1" -> "1.10/0.91")."""
+    nums = [re.findall(r"\d+(?:\.\d+)?", s) for s in (before, after)]
+    if not nums[0] or len(nums[0]) != len(nums[1]):
+        return ""
+    return "/".join(f"{float(a) / float(b):.2f}" if float(b) else "-" for b, a in zip(*nums))
+
+
+def table(head: tuple, rows: list[tuple]) -> None:
+    w = [max(len(str(r[i])) for r in [*rows, head]) for i in range(len(head))]
     print("| " + " | ".join(f"{h:<{w[i]}}" for i, h in enumerate(head)) + " |")
     print("|" + "|".join("-" * (x + 2) for x in w) + "|")
     for r in rows:
         print("| " + " | ".join(f"{str(c):<{w[i]}}" for i, c in enumerate(r)) + " |")
-    return 0
 
 
 def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
