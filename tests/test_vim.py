@@ -145,3 +145,54 @@ def test_a_file_name_with_colons_and_numbers_is_read_right(editor, ed, tmp_path)
     assert sum(g[:3] == (f, 3, col("[[Nowhere")) for g in rest) == 2
     assert (f, 1, 1, "# Zebra") in rest  # context: its section
     assert not [g for g in got if not g[0].startswith(str(ed.vault)) or g[0].endswith("/odd/a")]
+
+
+EMOJI = "notes/emoji.md"
+EMOJI_TEXT = "# Emoji\n\n🗂️ 정리 ✍️ then [[Deep work#Rules]] here\n❤️❤️❤️ [[Deep work]]\n"
+"""Links after emoji with a variation selector (U+FE0F), which Vim counts with the emoji it
+follows (one character short each, to charcol()): a link at its end too."""
+
+
+def _emoji_note(ed) -> list[str]:
+    g = ed.status()["generation"]  # before the write: its commit may come before a status after it
+    (ed.vault / EMOJI).write_text(EMOJI_TEXT)
+    ed.wait_generation(g)
+    return EMOJI_TEXT.split("\n")
+
+
+def _byte(line: str, char: int) -> int:
+    """The 1-based byte column of `line`'s 0-based character `char`."""
+    return len(line[:char].encode()) + 1
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_gf_after_emoji_with_a_variation_selector(editor, ed, tmp_path):
+    """gf on a link after 🗂️ and ✍️ (and three ❤️), at its first character, inside it and on its
+    last `]`: the heading or the note, where charcol() gave a column one short per U+FE0F."""
+    lines = _emoji_note(ed)
+    first, second = lines[2], lines[3]
+    a, b = first.index("[["), second.index("[[")
+    steps = []
+    for ln, line, at, raw in ((3, first, a, "[[Deep work#Rules]]"), (4, second, b, "[[Deep work]]")):
+        for char in (at, at + 3, at + len(raw) - 1):
+            steps += [f"edit {EMOJI}", f"call cursor({ln}, {_byte(line, char)})", "normal gf", "land"]
+    rows = run(editor, ed, steps, tmp_path)
+    deep = str(ed.vault / "Deep work.md")
+    assert landings(rows) == [(deep, 8, 1, "## Rules")] * 3 + [(deep, 1, 1, "---")] * 3  # the note: its first line
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_gf_just_past_a_link_is_not_on_it(editor, ed, tmp_path):
+    """The rule in every face: the character just past `]]` is not on the link (gf is Vim's
+    own there: here it finds no file `here`); the last `]` is."""
+    lines = _emoji_note(ed)
+    line = lines[2]
+    past = line.index("]]") + 2  # the space after the link
+    rows = run(editor, ed, [
+        f"edit {EMOJI}", f"call cursor(3, {_byte(line, past)})",
+        "try | execute 'normal gf' | catch | call add(s:out, 'CAUGHT ' . v:exception) | endtry", "land",
+        f"call cursor(3, {_byte(line, past - 1)})", "normal gf", "land"], tmp_path)
+    emoji, deep = str(ed.vault / EMOJI), str(ed.vault / "Deep work.md")
+    caught = [r for r in rows if r[0] == "CAUGHT"]
+    assert len(caught) == 1 and "E447" in caught[0][1] and "here" in caught[0][1], rows
+    assert landings(rows) == [(emoji, 3, _byte(line, past), " here"), (deep, 8, 1, "## Rules")]

@@ -139,11 +139,19 @@ function! vaultd#setup_buffer() abort
   nnoremap <buffer> <silent> gf :<C-U>call vaultd#follow()<CR>
 endfunction
 
+" The cursor's 1-based column in code points, as vaultq's --col counts (and the LSP, and
+" Emacs): charcol() counts a composing character (U+FE0F after an emoji, a combining accent)
+" with the one before it, one short for each before the cursor; strchars() counts each.
+function! vaultd#col() abort
+  return strchars(strpart(getline('.'), 0, col('.') - 1)) + 1
+endfunction
+
 " Follow the link under the cursor: `vaultq resolve` reads the line at the cursor's
-" character column, from this note. To its heading or block line; an ambiguous name gives
-" its candidates in the location list; no link there: Vim's own gf.
+" column (vaultd#col), from this note; the character just past a link's end is not on it.
+" To its heading or block line; an ambiguous name gives its candidates in the location
+" list; no link there: Vim's own gf.
 function! vaultd#follow() abort
-  let [lines, code] = s:run(['resolve', '--json', '--from', expand('%:p'), '--col', string(charcol('.')),
+  let [lines, code] = s:run(['resolve', '--json', '--from', expand('%:p'), '--col', string(vaultd#col()),
         \ '--', getline('.')])
   let json = join(filter(copy(lines), 'v:val =~# "^{"'), '')
   if empty(json)
