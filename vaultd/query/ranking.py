@@ -32,16 +32,15 @@ from dataclasses import dataclass, field
 import tantivy
 
 from ..config import Search
-from ..errors import QueryError
-from ..note import Note
-from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS, note_epoch, parse_date
+from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS
 from . import stopwords_ko
 from .analysis import EN as _EN, STOP as _STOP, bigrams, split as _split, terms  # moved there, used here
+from .operators import NAMES, OPERATORS, Operator, note_filter  # noqa: F401  (note_filter: list's and grep's)
 
 _Q, _O = tantivy.Query, tantivy.Occur
 _STOP_WEIGHT = 0.25
 _WORD = re.compile(r"\w+")
-_TOKEN = re.compile(r'([+-]?)(?:(tag|title|path|after|before):)?("[^"]*"?|\S+)', re.IGNORECASE)
+_TOKEN = re.compile(rf'([+-]?)(?:({NAMES}):)?("[^"]*"?|\S+)', re.IGNORECASE)
 _FIELDS = TEXT_FIELDS
 _SYMBOL = re.compile(SYMBOL)
 """A word joined by -, _, ., / or :: (denote-link-description, foo_bar, a.b.c, org/roam,
@@ -63,19 +62,33 @@ class Parsed:
     excluded: list[str] = field(default_factory=list)
     phrases: list[str] = field(default_factory=list)
     excluded_phrases: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
-    titles: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
-    after: float | None = None
-    before: float | None = None
+    filters: list[tuple[Operator, object]] = field(default_factory=list)
+    """The operators given (operators.py), each with its value as the operator read it."""
     prefix: str | None = None
     """The last word, when the query does not end in a space: also matched as a prefix."""
+
+    def given(self, name: str) -> list:
+        """The values of the operator `name` given, in order."""
+        return [v for o, v in self.filters if o.name == name]
+
+    @property
+    def tags(self) -> list[str]:
+        return self.given("tag")
+
+    @property
+    def titles(self) -> list[str]:
+        return self.given("title")
+
+    def add(self, op: Operator, value) -> None:
+        """The operator given with this value (an operator given once replaces its last value)."""
+        if not op.many:
+            self.filters = [(o, v) for o, v in self.filters if o is not op]
+        self.filters.append((op, value))
 
     @property
     def constrained(self) -> bool:
         """Anything beyond plain words: filters, required or excluded text."""
-        return bool(self.required or self.excluded or self.phrases or self.excluded_phrases or self.tags
-                    or self.titles or self.paths or self.after is not None or self.before is not None)
+        return bool(self.required or self.excluded or self.phrases or self.excluded_phrases or self.filters)
 
 
 MAX_TOKENS = 64
@@ -92,14 +105,8 @@ def parse(text: str) -> Parsed:
         val = val.strip('"')
         if not val:
             continue
-        if op == "tag":
-            p.tags.append(val.lstrip("#").lower())
-        elif op == "title":
-            p.titles.append(val)
-        elif op == "path":
-            p.paths.append(val.strip("/"))
-        elif op in ("after", "before") and (bound := date_bound(val, op, strict=False)) is not None:
-            setattr(p, op, bound)
+        if op and (read := OPERATORS[op].read(val)) is not None:  # else: plain words (`after:lunch`)
+            p.add(OPERATORS[op], read)
         elif quoted:
             (p.excluded_phrases if sign == "-" else p.phrases).append(val)
         elif sign == "-":
@@ -111,58 +118,6 @@ def parse(text: str) -> Parsed:
     if text and not text[-1].isspace() and p.words and _WORD.fullmatch(p.words[-1]) and not CJK_RUN.search(p.words[-1]):
         p.prefix = p.words[-1].lower()
     return p
-
-
-def _regex_literal(text: str) -> str:
-    """`text` matched literally by Tantivy's (Rust) regex syntax."""
-    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in text)
-
-
-def date_bound(val: str, op: str, strict: bool = True) -> float | None:
-    """The start of a YYYY, YYYY-MM or YYYY-MM-DD period: `after:2025-03` means from March
-    on, `before:2025-03` before March. A value of that shape that is no such date (2025-13,
-    2025-02-30): QueryError, rather than no filter at all; any other value (`after:lunch`,
-    words of the query): an error when `strict`, else None."""
-    day = val
-    if re.fullmatch(r"\d{4}", val):
-        day += "-01-01"
-    elif re.fullmatch(r"\d{4}-\d{1,2}", val):
-        y, m = val.split("-")
-        day = f"{y}-{int(m):02d}-01"
-    bound = parse_date(day) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else None
-    if bound is None and (strict or re.fullmatch(r"\d{4}(-\d{1,2}(-\d{1,2})?)?", val)):
-        raise QueryError(f"{op}: {val!r} is not a date: give YYYY, YYYY-MM or YYYY-MM-DD")
-    return bound
-
-
-def note_filter(tags: list[str] = (), paths: list[str] = (), after: str | None = None,
-                before: str | None = None) -> Callable[[Note], bool]:
-    """The filters `tag:`, `path:`, `after:` and `before:` as a test of a note of the table, for
-    the operations that go through the notes themselves (list, grep): the notes the index's
-    clauses for them keep (see plan). Every one given must hold."""
-    want = [t.lstrip("#").lower() for t in tags]
-    folders = [p.strip("/") for p in paths]
-    lo = date_bound(after, "after") if after else None
-    hi = date_bound(before, "before") if before else None
-
-    def keep(n: Note) -> bool:
-        if want and not all(has_tag(n.tags, t) for t in want):
-            return False
-        for f in folders:  # a folder and all below it, or a file name's start (path:journal/2025)
-            if not (n.path.startswith(f + "/") or n.path.startswith(f) and "/" not in n.path[len(f):]):
-                return False
-        if lo is not None or hi is not None:
-            t = note_epoch(n)
-            return (lo is None or t >= int(lo)) and (hi is None or t < int(hi))
-        return True
-
-    return keep
-
-
-def has_tag(tags, tag: str) -> bool:
-    """Whether a note with `tags` has `tag`, or a tag nested under it (`inline` holds
-    `inline/nested`, as Obsidian's tag search has it)."""
-    return tag in tags or any(t.startswith(tag + "/") for t in tags)
 
 
 def stem(word: str) -> str:
@@ -631,23 +586,7 @@ def _filter_clauses(schema: tantivy.Schema, bld: _Builder, p: Parsed) -> tuple[
             checks.append(check)
             strict[len(must)] = c_strict
         must.append(c)
-    for t in p.tags:  # the tag, or one nested under it (see has_tag): "t/" as a prefix, an automaton
-        # made in a microsecond (a regex took 0.4-0.6 ms to compile, each query)
-        must.append(_Q.boolean_query([(_O.Should, bld.term("tags", t)),
-                                      (_O.Should, _Q.fuzzy_term_query(schema, "tags", t + "/", 0, True, True))]))
-    for t in p.titles:
-        stems_t, cjk_t = _split(t)
-        parts = [bld.term("title", s) for s in stems_t] + [
-            _Q.boolean_query([(_O.Should, bld.term("title_ko", g)) for g in bigrams(r)]) for r in cjk_t]
-        if parts:
-            must.append(_Q.boolean_query([(_O.Must, q) for q in parts]))
-    for path in p.paths:  # a folder and all below it, or a file name's start: path:journal/2025
-        must.append(_Q.boolean_query([(_O.Should, bld.term("dirs", path)),
-                                      (_O.Should, _Q.regex_query(schema, "path", _regex_literal(path) + "[^/]*"))]))
-    if p.after is not None or p.before is not None:
-        must.append(_Q.range_query(schema, "date", tantivy.FieldType.Integer,
-                                   int(p.after) if p.after is not None else None,
-                                   int(p.before) - 1 if p.before is not None else None))
+    must += [c for c in (op.clause(bld, v) for op, v in p.filters) if c is not None]  # operators.py
     must_not += [c for c in map(bld.text_clause, p.excluded) if c is not None]
     must_not += [c for c, _, _ in filter(None, (bld.phrase(t, scored=False) for t in p.excluded_phrases))]
 
