@@ -1,22 +1,36 @@
-"""A small blocking socket client. Standard library only: vaultq must start fast."""
+"""The faces' client kit: a small blocking socket client (`Client`), one connection as a
+face asks over it (`Session`: its envelope, paging, the first index's state), and the daemon
+found afresh for each session (`Daemon`). Standard library only: vaultq must start fast.
+The words of the daemon's errors are errors.CODES'; those of its answers, render's."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import socket
 import time
 
-from .errors import DaemonUnavailable
+from .errors import DaemonUnavailable, error_code, said
+from .ops import MOST
 
 
 class RequestFailed(Exception):
-    """The daemon answered with an error object."""
+    """The daemon answered with an error object: its `code` (errors.CODES) and `message`."""
 
     def __init__(self, code: str, message: str):
         super().__init__(message)
         self.code = code
         self.message = message
+
+    def said(self, asker: str = "vaultq") -> str:
+        """The error as a face says it (errors.said)."""
+        return said(self.code, self.message, asker)
+
+    @property
+    def exit(self) -> int:
+        """The exit status it gives a command line (errors.CODES)."""
+        return error_code(self.code).exit
 
 
 class Client:
@@ -130,3 +144,85 @@ class Client:
         line = bytes(self._buf[:end])
         del self._buf[: end + 1]
         return line
+
+
+class Session:
+    """One connection to the daemon as a face asks over it: every request carries the face's
+    envelope (`paths`, `agent`, `vault`: see protocol.Request; a request's own value of one
+    wins), and the session keeps the last answer that said the first index is still being
+    built (`indexing`: its `progress` says how far; see render.still_indexing). With
+    `files_here`, a note named by a file of the current folder (`./beds.md`, `notes/a.org`:
+    not a title, nor a vault path) is sent as its absolute path, so that its own vault
+    answers when the daemon serves several. Raises what Client raises."""
+
+    def __init__(self, path: str, timeout: float | None = 30.0, *, paths: str | None = None, agent: bool = False,
+                 vault: str | None = None, files_here: bool = False):
+        self.client = Client(path, timeout)
+        self.envelope: dict = {"paths": paths} if paths else {}
+        if agent:
+            self.envelope["agent"] = True
+        if vault:
+            self.envelope["vault"] = vault
+        self.files_here = files_here
+        self.indexing: dict | None = None
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def request(self, op: str, **args):
+        """`op`'s answer (RequestFailed: the daemon's error; DaemonUnavailable: no answer)."""
+        if self.files_here:
+            for key in ("note", "from"):
+                if isinstance(val := args.get(key), str) and file_here(val):
+                    args[key] = os.path.abspath(val)
+        res = self.client.request(op, **{**self.envelope, **args})
+        if isinstance(res, dict) and res.get("indexing"):
+            self.indexing = res
+        return res
+
+    def every(self, op: str, key: str, **args) -> dict:
+        """`op`'s answer with every item of its paged list `key` (ops.LIMITS), asked page after
+        page, as many as a page may hold (ops.MOST)."""
+        res = self.request(op, limit=MOST, **args)
+        items = res[key]
+        while res["more"]:
+            res = self.request(op, limit=MOST, offset=res["next"], **args)
+            items += res[key]
+        return {**res, key: items}
+
+
+def file_here(val: str) -> bool:
+    """Whether a note argument names a file from the current folder (`./beds.md`,
+    `notes/a.org`), not a title or a vault path."""
+    return not os.path.isabs(val) and ("/" in val or os.path.splitext(val)[1] in (".md", ".org", ".txt", ".markdown")) \
+        and os.path.isfile(val)
+
+
+class Daemon:
+    """The running vaultd as a face finds it: afresh for each session, since it may be
+    restarted (or another may serve the folder) between them. `find(folder)` names the
+    socket for a folder (None: the current one); the faces pass paths.pick_socket with their
+    --socket and --vault (this module does not import paths, which asks sockets through it).
+    `timeout` and the envelope fields (see Session) go to every session."""
+
+    def __init__(self, find, timeout: float | None = 30.0, **envelope):
+        self.find = find
+        self.timeout = timeout
+        self.envelope = envelope
+
+    def session(self, near: str | None = None, **envelope) -> Session:
+        """A session with the daemon for the file or folder `near` (its envelope's fields
+        replaced by those given); DaemonUnavailable when none answers."""
+        folder = near if near is None or os.path.isdir(near) else os.path.dirname(near)
+        return Session(self.find(folder), self.timeout, **{**self.envelope, **envelope})
+
+    def ask(self, op: str, near: str | None = None, **args):
+        """One request, over a session of its own."""
+        with self.session(near) as s:
+            return s.request(op, **args)

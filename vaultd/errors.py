@@ -1,8 +1,10 @@
 """Exceptions raised by the vaultd library. Each carries what went wrong and where.
 
 The library never prints; the executables (cli.py, vaultq.py) turn these into
-messages and exit codes.
+messages and exit codes, with the words of the error codes (CODES).
 """
+
+from .render import building
 
 
 class VaultdError(Exception):
@@ -80,8 +82,7 @@ class StillIndexing(QueryError):
     code = "indexing"
 
     def __init__(self, progress: str):
-        super().__init__(f"vaultd is still building its first index of this vault ({progress}); "
-                         "try again in a moment")
+        super().__init__(f"{building(progress)}; try again in a moment")
 
 
 class UnknownVault(QueryError):
@@ -122,6 +123,61 @@ class DaemonUnavailable(VaultdError):
             "Start it with `vaultd run --vault PATH` (or `make run`), "
             "or `systemctl --user start vaultd`."
         ))
+
+
+EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INDEXING = 0, 1, 2, 3, 4
+"""A command line's exit statuses (vaultq's): results; no result (as grep); bad usage or a
+bad request; the daemon unreachable (not running, busy, no answer); the first index still
+being built (the answer holds the notes read so far)."""
+
+
+class ErrorCode:
+    """One error code of the protocol: what it means, how a face says the daemon's message
+    with it (`shown`: the message plain, or after its code), and the exit status it gives a
+    command line."""
+
+    __slots__ = ("code", "means", "shown", "exit")
+
+    def __init__(self, code: str, means: str, shown: str = "{code}: {message}", exit: int = EXIT_USAGE):
+        self.code, self.means, self.shown, self.exit = code, means, shown, exit
+
+
+PLAIN = "{message}"
+"""A code whose message says it all: shown as it is (the code would only repeat it)."""
+
+CODES = {e.code: e for e in (
+    ErrorCode("bad_json", "the line is not a JSON object"),
+    ErrorCode("bad_request", "a request its operation's type refuses (a field missing, unknown or out of "
+                             "bounds), or one that cannot be answered as asked"),
+    ErrorCode("unknown_op", "no operation of that name"),
+    ErrorCode("bad_version", "a protocol version this daemon does not speak"),
+    ErrorCode("too_deep", "a request nested too deeply to be read"),
+    ErrorCode("too_large", "a request line longer than the daemon reads"),
+    ErrorCode("internal", "the daemon failed answering (a bug: its log says more)"),
+    ErrorCode("busy", "every place of the daemon is answering: try again", "vaultd is busy: {message}",
+              EXIT_UNAVAILABLE),
+    ErrorCode("not_found", "no note (or no link) answers to the name given", PLAIN, EXIT_NONE),
+    ErrorCode("ambiguous", "several notes answer to the name given", PLAIN),
+    ErrorCode("indexing", "the first index is still being built: what needs every note waits", PLAIN,
+              EXIT_INDEXING),
+    ErrorCode("capture_off", "remember was asked, and capture is off", PLAIN),
+    ErrorCode("unknown_vault", "the daemon serves no vault of that name", PLAIN),
+    ErrorCode("vault_missing", "the vault's folder is not there (yet)", PLAIN, EXIT_UNAVAILABLE),
+)}
+"""Every error code the daemon answers with, and its words: the one table the faces read."""
+
+
+def error_code(code: str) -> ErrorCode:
+    """The row of `code` (a code this client does not know: said after its code, exit 2)."""
+    return CODES.get(code) or ErrorCode(code, "")
+
+
+def said(code: str, message: str, asker: str = "vaultq") -> str:
+    """The daemon's error as a face says it (see CODES); a request with a field this daemon
+    does not know says that the daemon may be older than its `asker`."""
+    if code == "bad_request" and "unknown field" in message:
+        message += f" (is the running vaultd older than this {asker}? restart it)"
+    return error_code(code).shown.format(code=code, message=message)
 
 
 def explain_validation(msg: str) -> str:

@@ -15,11 +15,9 @@ import re
 import sys
 
 from . import ops
-from .client import Client, RequestFailed
-from .errors import DaemonUnavailable
-from .render import context_item
-
-EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_INDEXING = 0, 1, 2, 3, 4
+from .client import RequestFailed, Session
+from .errors import EXIT_INDEXING, EXIT_NONE, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, DaemonUnavailable, said
+from .render import changes, context_item, progress, still_indexing, where
 
 
 OPS = tuple(op for op in ops.OPS if op.cli)
@@ -263,11 +261,31 @@ def _explained(score: float, e: dict) -> str:
 def located(path: str, line: int, col: int, byte_col: int, text: str, fmt: str, null: bool = False) -> str:
     """One `path:line:col:text` row, the column as `fmt` has it: vimgrep a 1-based byte column
     (as rg --vimgrep), emacs a 1-based character column, grep none (`path:line:text`, as
-    grep -n); with `null`, a NUL after the path instead of ':' (as rg --null)."""
+    grep -n); with `null`, a NUL after the path instead of ':' (as rg --null). Nothing for a
+    file whose name holds a line break, which would split the row in two (rg prints it so,
+    and an editor's quickfix reads two broken rows): left out, counted in LEFT_OUT, and said
+    on stderr (see say_left_out); --json carries such a name whole."""
+    if "\n" in path:
+        LEFT_OUT[path] = LEFT_OUT.get(path, 0) + 1
+        return ""
     sep = "\0" if null else ":"
     if fmt == "grep":
         return f"{path}{sep}{line}:{text}\n"
     return f"{path}{sep}{line}:{byte_col if fmt == 'vimgrep' else col}:{text}\n"
+
+
+LEFT_OUT: dict[str, int] = {}
+"""Rows `located` left out, by the file name that holds a line break."""
+
+
+def say_left_out(me: str) -> None:
+    """On stderr, each file whose rows were left out (its name holding a line break), escaped
+    as JSON escapes it, and where its rows are."""
+    for path, n in LEFT_OUT.items():
+        rows = "1 row" if n == 1 else f"{n} rows"
+        print(f"{me}: {rows} of {json.dumps(path, ensure_ascii=False)} left out: its file name holds a line break, "
+              f"which would split a row in two (--json gives {'it' if n == 1 else 'them'} whole)", file=sys.stderr)
+    LEFT_OUT.clear()
 
 
 def print_list(res: dict, fmt: str, null: bool) -> None:
@@ -324,7 +342,7 @@ def print_status(st: dict) -> None:
         print(f"{'capture:':<12}" + (f"on: `vaultq remember` appends to the day's capture note in {st['capture']}/"
                                      if st["capture"] else "off: remember is refused ([capture] folder turns it on)"))
     if st.get("indexing"):
-        print(f"{'indexing:':<12}the first index is being built: {_progress(st)}")
+        print(f"{'indexing:':<12}the first index is being built: {progress(st)}")
     if sem := st.get("semantic"):
         print(f"{'semantic:':<12}{sem['notes']} notes embedded, {sem['pending']} to go"
               + ("" if sem["ready"] else " (its model is loading)") + (f"; error: {sem['error']}" if sem["error"] else ""))
@@ -346,15 +364,6 @@ def print_status(st: dict) -> None:
             for v in st["vaults"]))
 
 
-def _where(link: dict) -> str:
-    if link.get("broken"):
-        extra = f": {', '.join(link['candidates'])}" if link.get("candidates") else ""
-        return f"BROKEN ({link['broken']}{extra})"
-    if link.get("resolved"):
-        return link["resolved"] + (f":{link['resolved_line']}" if link.get("resolved_line") else "")
-    return link["kind"]
-
-
 def print_links(res: dict, items: list[dict], fmt: str, mode: str, null: bool = False) -> None:
     """backlinks, links and broken: one line per link. Every column printed is a byte column
     (as rg and Vim count), but --format emacs's, in characters."""
@@ -368,13 +377,13 @@ def print_links(res: dict, items: list[dict], fmt: str, mode: str, null: bool = 
     for it in items:
         src = it.get("path", res.get("note", ""))
         byte_col = it.get("byte_col", it["col"])
-        said = it.get("text", it["raw"]) if mode == "backlinks" else f"{it['raw']}  -> {_where(it)}"
+        shown = it.get("text", it["raw"]) if mode == "backlinks" else f"{it['raw']}  -> {where(it)}"
         if fmt != "human":
-            w(located(src, it["line"], it["col"], byte_col, said, fmt, null))
+            w(located(src, it["line"], it["col"], byte_col, shown, fmt, null))
         elif mode == "links":
-            w(f"{it['line']:>5}:{byte_col:<4} {said}\n")
+            w(f"{it['line']:>5}:{byte_col:<4} {shown}\n")
         else:
-            w(f"{src}:{it['line']}:{byte_col}: {said.strip()}\n")
+            w(f"{src}:{it['line']}:{byte_col}: {shown.strip()}\n")
 
 
 def print_grep(res: dict, fmt: str, null: bool = False) -> None:
@@ -398,6 +407,19 @@ def print_grep(res: dict, fmt: str, null: bool = False) -> None:
         print(f"vaultq: only {which} matches (--limit); the next: --offset {res['next']}", file=sys.stderr)
     elif res.get("offset") and not res["matches"]:
         print(f"vaultq: --offset {res['offset']} is past the last match", file=sys.stderr)
+
+
+def print_problems(items: list[dict], fmt: str) -> None:
+    """problems: each note's path, with its problems (a vimgrep row each, at line 1)."""
+    w = sys.stdout.write
+    for n in items:
+        p = n["path"]
+        if fmt == "paths":
+            w(p + "\n")
+        elif fmt == "vimgrep":
+            w("".join(located(p, 1, 1, 1, x, fmt) for x in n["problems"]) if n["problems"] else "\n")
+        else:
+            w(f"{p}  {n['title'] or '(not indexed)'}\n" + "".join(f"    {x}\n" for x in n["problems"]) + "\n")
 
 
 def _dot(s: str) -> str:
@@ -432,39 +454,6 @@ def _behind(res: dict, wanted: int | None) -> None:
               "this answer may miss the latest changes", file=sys.stderr)
 
 
-class _Asker:
-    """The daemon as vaultq asks it: every request with the paths shown from `paths` (the
-    current folder; left out for --json, whose paths stay relative to the vault), as an
-    agent's when `agent`, and of the vault --vault names (see _vault). Remembers an answer
-    that said the first index is still being built."""
-
-    def __init__(self, client: Client, paths: str | None, agent: bool = False, vault: str | None = None):
-        self.client = client
-        self.extra = {"paths": paths} if paths else {}
-        if agent:
-            self.extra["agent"] = True
-        if vault:
-            self.extra["vault"] = _vault(vault)
-        self.indexing: dict | None = None
-
-    def request(self, op: str, **args):
-        for key in ("note", "from"):  # a note given as a file here: its absolute path, so its own vault answers
-            if isinstance(val := args.get(key), str) and _a_file_here(val):
-                args[key] = os.path.abspath(val)
-        res = self.client.request(op, **self.extra, **args)
-        if isinstance(res, dict) and res.get("indexing"):
-            self.indexing = res
-        return res
-
-
-def _a_file_here(val: str) -> bool:
-    """Whether a note argument names a file from the current folder (`./beds.md`,
-    `notes/a.org`), not a title or a vault path: with several vaults, the daemon asks the
-    vault that holds it, not the first."""
-    return not os.path.isabs(val) and ("/" in val or os.path.splitext(val)[1] in (".md", ".org", ".txt", ".markdown")) \
-        and os.path.isfile(val)
-
-
 def _vault(given: str) -> str:
     """--vault as the daemon reads it: a path (`--vault .`, `--vault ~/notes`, `--vault
     ../work`) as its absolute folder; a bare word (`--vault work`) as given: the daemon takes
@@ -480,40 +469,32 @@ def _cwd() -> str:
         return "absolute"
 
 
-def _progress(res: dict) -> str:
-    p = res.get("progress") or {}
-    return "listing the vault's files" if p.get("total") is None else f"{p.get('done')} of {p['total']} files read"
-
-
 def _agent() -> bool:
     """Whether an agent runs vaultq (its reads are then counted apart from a person's): set
     VAULTD_AGENT=1, or Claude Code's shell (CLAUDECODE=1)."""
     return os.environ.get("VAULTD_AGENT", os.environ.get("CLAUDECODE", "")) not in ("", "0")
 
 
-def _run(c: _Asker, args) -> int:
-    """Run the command `args` names against the daemon `c`; its exit code."""
-    cmd = args.command
-    if cmd == "hook":
-        return _hook(c, args)
-    if cmd == "status":
-        st = c.request("status")
-        print(json.dumps(st, ensure_ascii=False, indent=2)) if args.json else print_status(st)
-        return EXIT_OK
+def _run(c: Session, args) -> int:
+    """Run the command `args` names against the daemon `c` (its runner in RUNNERS; an
+    operation with none: `_generic`); its exit code. The arguments are the request types' to
+    check (api.py): the daemon refuses what they refuse, in the words of vaultq's options
+    (see `_in_options`); vaultq checks only how its own options go together."""
     if getattr(args, "null", False) and args.format == "human":
         print("vaultq: --null goes with --format paths, vimgrep, emacs or grep", file=sys.stderr)
         return EXIT_USAGE
-    runner = _RUNNERS.get(cmd)
-    if runner is None:  # an operation vaultq has no runner of its own for: its arguments are its request's fields
-        return _generic(c, cmd, args)
-    return runner(c, args)
+    return RUNNERS.get(args.command, _generic)(c, args)
 
 
-def _run_grep(c: _Asker, args) -> int:
+def _run_status(c: Session, args) -> int:
+    """status: what the daemon is doing, a line per fact (or JSON)."""
+    st = c.request("status")
+    print(json.dumps(st, ensure_ascii=False, indent=2)) if args.json else print_status(st)
+    return EXIT_OK
+
+
+def _run_grep(c: Session, args) -> int:
     """grep: each line that matches, in the format asked."""
-    if args.limit < 1:
-        print("vaultq: --limit must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
     extra = _given(args, "tag", "path", "after", "before", "case_sensitive", "word")
     res = c.request("grep", q=" ".join(args.query), **_page(args), **extra)
     print(json.dumps(res, ensure_ascii=False)) if args.json else print_grep(res, args.format, args.null)
@@ -525,20 +506,14 @@ def _given(args, *names: str) -> dict:
     return {k: v for k in names if (v := getattr(args, k))}
 
 
-def _run_search(c: _Asker, args) -> int:
+def _run_search(c: Session, args) -> int:
     """search: the best notes for the query, in the format asked."""
-    if args.limit < 1:
-        print("vaultq: --limit must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
     # filters, and no snippets for a list of paths (they cost most of a search), sent
     # only when asked for: the quick path's request stays the bare one
     extra = _given(args, "tag", "path", "after", "before")
     if args.format == "paths" and not args.json:
         extra["snippets"] = False
     if getattr(args, "all_vaults", False):
-        if args.vault:
-            print("vaultq: --all-vaults searches every vault; --vault names one: give one of them", file=sys.stderr)
-            return EXIT_USAGE
         extra["all_vaults"] = True
     if args.explain:
         extra["explain"] = True
@@ -549,11 +524,8 @@ def _run_search(c: _Asker, args) -> int:
     return EXIT_OK if res["hits"] else EXIT_NONE
 
 
-def _run_context(c: _Asker, args) -> int:
+def _run_context(c: Session, args) -> int:
     """context: the sections that earn their place within the budget."""
-    if args.budget < 1:
-        print("vaultq: --budget must be at least 1", file=sys.stderr)
-        return EXIT_USAGE
     res = c.request("context", q=" ".join(args.query), budget=args.budget, unit=args.unit,
                     scope="all" if args.all else "warm", after_generation=args.after_generation,
                     **({"explain": True} if args.explain else {}))
@@ -570,25 +542,19 @@ def _run_context(c: _Asker, args) -> int:
     return EXIT_OK if res["items"] else EXIT_NONE
 
 
-def _run_changes(c: _Asker, args) -> int:
+def _run_changes(c: Session, args) -> int:
     """changes: what was added, changed, deleted and moved since a generation."""
     res = c.request("changes", since=args.since, **_page(args))
     _say_more(res, "paths", args)
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     else:
-        if res["reset"]:
-            print(f"# generation {args.since} is older than this daemon remembers: everything may have changed")
-        for k, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
-            for p in res[k]:
-                print(f"{mark} {p}")
-        for old, new in res["moved"]:
-            print(f"R {old} -> {new}")
-        print(f"# now at generation {res['generation']}")
+        reset, rows, now = changes(res)
+        print("\n".join(([f"# {reset}"] if reset else []) + rows + [f"# {now}"]))
     return EXIT_OK
 
 
-def _run_split(c: _Asker, args) -> int:
+def _run_split(c: Session, args) -> int:
     """split: one note, --list, --history, --all or --undo, and what each did."""
     undo = args.undo is not None
     if sum(map(bool, (args.note, args.list, args.history, args.all or undo))) != 1 or \
@@ -654,7 +620,7 @@ def _run_split(c: _Asker, args) -> int:
     return EXIT_OK
 
 
-def _run_read(c: _Asker, args) -> int:
+def _run_read(c: Session, args) -> int:
     """read: a note's lines within the budget, and where the rest is."""
     try:
         lines = _lines(args.lines)
@@ -677,7 +643,7 @@ def _run_read(c: _Asker, args) -> int:
     return EXIT_OK
 
 
-def _run_pin(c: _Asker, args) -> int:
+def _run_pin(c: Session, args) -> int:
     """pin, unpin: the note pinned or unpinned."""
     cmd = args.command
     res = c.request(cmd, note=args.note)
@@ -685,7 +651,7 @@ def _run_pin(c: _Asker, args) -> int:
     return EXIT_OK
 
 
-def _run_notes(c: _Asker, args) -> int:
+def _run_notes(c: Session, args) -> int:
     """pins, hot, recent: the notes, one a line, and why each is there."""
     cmd = args.command
     paged = _page(args) if cmd != "pins" else {}
@@ -701,18 +667,15 @@ def _run_notes(c: _Asker, args) -> int:
     return EXIT_OK if items else EXIT_NONE
 
 
-def _run_graph(c: _Asker, args) -> int:
+def _run_graph(c: Session, args) -> int:
     """graph: the notes around a note, to --depth."""
-    if not 1 <= args.depth <= 5:
-        print("vaultq: --depth must be 1 to 5", file=sys.stderr)
-        return EXIT_USAGE
     res = c.request("graph", note=args.note, depth=args.depth, **_page(args))
     print(json.dumps(res, ensure_ascii=False)) if args.json else print_graph(res, args.format)
     _say_more(res, "notes", args)
     return EXIT_OK
 
 
-def _run_items(c: _Asker, args) -> int:
+def _run_items(c: Session, args) -> int:
     """backlinks, links, broken, orphans, tags, problems: the items, one a line (or JSON)."""
     cmd = args.command
     if cmd in ("backlinks", "links"):
@@ -735,16 +698,13 @@ def _run_items(c: _Asker, args) -> int:
             p = n["path"]
             print(p if args.format != "human" else f"{p}  {n['title']}")
     elif cmd == "problems":
-        for n in items:
-            p = n["path"]
-            print(p if args.format == "paths" else "\n".join(f"{p}:1:1:{x}" for x in n["problems"])
-                  if args.format == "vimgrep" else f"{p}  {n['title'] or '(not indexed)'}\n" + "".join(f"    {x}\n" for x in n["problems"]))
+        print_problems(items, args.format)
     else:
         print_links(res, items, args.format, cmd, args.null)
     return EXIT_OK if items else EXIT_NONE
 
 
-def _run_list(c: _Asker, args) -> int:
+def _run_list(c: Session, args) -> int:
     """list: the notes (with a tag, under a path), in the format asked."""
     res = c.request("list", tag=args.tag, path=args.path, headings=args.headings, **_page(args))
     print(json.dumps(res, ensure_ascii=False)) if args.json else print_list(res, args.format, args.null)
@@ -752,22 +712,13 @@ def _run_list(c: _Asker, args) -> int:
     return EXIT_OK if res["notes"] else EXIT_NONE
 
 
-def _run_resolve(c: _Asker, args) -> int:
+def _run_resolve(c: Session, args) -> int:
     """resolve: where a link leads."""
     res = c.request("resolve", link=args.link, col=args.col, **{"from": args.from_})
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
         return EXIT_OK if (res["path"] or res["url"]) and not res["broken"] else EXIT_NONE
     return print_resolved(res, args.format, args.null)
-
-
-_RUNNERS = {
-    "grep": _run_grep, "search": _run_search, "context": _run_context, "changes": _run_changes,
-    "split": _run_split, "remember": lambda c, args: _remember(c, args), "read": _run_read,
-    "pin": _run_pin, "unpin": _run_pin, "pins": _run_notes, "hot": _run_notes, "recent": _run_notes,
-    "graph": _run_graph, "list": _run_list, "resolve": _run_resolve,
-    **dict.fromkeys(("backlinks", "links", "broken", "orphans", "tags", "problems"), _run_items),
-}  # the commands vaultq runs itself, as `_run` dispatches them
 
 
 def _page(args) -> dict:
@@ -793,7 +744,7 @@ def _say_more(res: dict, what: str, args) -> None:
         print(f"vaultq: --offset {res['offset']} is past the end: there are {res['total']} {what}", file=sys.stderr)
 
 
-def _remember(c: _Asker, args) -> int:
+def _run_remember(c: Session, args) -> int:
     """Remember TEXT (- : standard input): where it was written, or where the vault holds it
     already (exit 0 either way)."""
     if args.text == "-":
@@ -843,9 +794,10 @@ def _remembered_row(e: dict) -> str:
     return f"entry {it.get('heading')} {did}: “{it.get('words')}”{sup}"
 
 
-def _generic(c: _Asker, cmd: str, args) -> int:
-    """Ask `cmd` with each of its arguments (ops.py) as the request field of that name, and
-    print the answer as JSON."""
+def _generic(c: Session, args) -> int:
+    """Ask the command's operation with each of its arguments (ops.py) as the request field
+    of that name, and print the answer as JSON."""
+    cmd = args.command
     fields = {}
     for flags, options in ops.BY_NAME[cmd].cli.args:
         dest = options.get("dest") or flags[-1].lstrip("-").replace("-", "_")
@@ -891,7 +843,7 @@ def _hook_input(event: str) -> dict:
     return data
 
 
-def _hook(c: _Asker, args) -> int:
+def _run_hook(c: Session, args) -> int:
     """What the agent should see, within the budget: at session start the HOT notes' openings
     and the notes changed lately; for a prompt, `context` for it (nothing when nothing fits
     or matches: that is no failure)."""
@@ -954,7 +906,7 @@ REMEMBERED_LINES = 400
 _ENTRY_HEAD = re.compile(r"(?:#{1,6}|\*+)[ \t]+(\d\d:\d\d:\d\d(?:-\d+)?)(?:[ \t]+:([\w@#%:]+):)?[ \t]*")
 
 
-def _remembered(c: _Asker) -> list[dict]:
+def _remembered(c: Session) -> list[dict]:
     """The entries agents remembered in the newest capture notes (changed in the last 7
     days), newest first, each as a context item (path, first, last, title, text); none when
     capture is off. Entries a newer one superseded are left out."""
@@ -1003,6 +955,19 @@ def _entries(lines: list[str], start: int) -> list[tuple[int, int, str, str]]:
         if stop > j:
             out.append((start + j, start + stop - 1, "\n".join(lines[j:stop]), m.group(1)))
     return out
+
+
+RUNNERS = {
+    "status": _run_status, "grep": _run_grep, "search": _run_search, "context": _run_context,
+    "changes": _run_changes, "split": _run_split, "remember": _run_remember,
+    "read": _run_read, "pin": _run_pin, "unpin": _run_pin, "pins": _run_notes, "hot": _run_notes,
+    "recent": _run_notes, "graph": _run_graph, "list": _run_list, "resolve": _run_resolve,
+    **dict.fromkeys(("backlinks", "links", "broken", "orphans", "tags", "problems"), _run_items),
+    "hook": _run_hook,
+}
+"""Each command vaultq runs against the daemon, by name: its runner asks, prints and says its
+exit status. An operation with a command (ops.py) and no runner here is asked with its
+arguments as its request's fields, and its answer printed as JSON (`_generic`)."""
 
 
 def _quick(argv: list[str]) -> dict | None:
@@ -1137,40 +1102,61 @@ class _Inert:
 
 
 def _ask(args, cwd: str, me: str) -> int:
-    hook = args.command == "hook"
+    """Run the command against the daemon: its exit status, and on stderr what went wrong
+    (errors.CODES' words), or that the answer is of the notes read so far (exit 4)."""
     try:
-        # a split of every proposal may take minutes; a hook must answer well within the
-        # agent's own hook timeout (10 s in integrations/), a hung daemon or not
-        with Client(_socket(args, None if cwd == "absolute" else cwd),
-                    timeout=None if args.command == "split" else 5.0 if hook else 30.0) as c:
-            asker = _Asker(c, None if getattr(args, "json", False) else cwd, agent=hook or _agent(), vault=args.vault)
-            code = _run(asker, args)
-        if asker.indexing is not None:
-            print(f"{me}: vaultd is still building its first index of this vault ({_progress(asker.indexing)}): "
-                  "this answer holds only the notes read so far; try again in a moment", file=sys.stderr)
+        with _session(args, cwd) as c:
+            code = _run(c, args)
+        say_left_out(me)
+        if c.indexing is not None:
+            print(f"{me}: {still_indexing(c.indexing)}; try again in a moment", file=sys.stderr)
             return EXIT_INDEXING
         return code
     except DaemonUnavailable as e:
         print(f"{me}: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     except RequestFailed as e:
-        if e.code == "indexing":
-            print(f"{me}: {e.message}", file=sys.stderr)
-            return EXIT_INDEXING
-        if e.code == "busy":  # running, and serving every place it has: never "not running"
-            print(f"{me}: vaultd is busy: {e.message}", file=sys.stderr)
-            return EXIT_UNAVAILABLE
-        if e.code == "bad_request" and "unknown field" in e.message:
-            e.message += " (is the running vaultd older than this vaultq? restart it)"
-        print(f"{me}: {e.message}" if e.code in ("not_found", "ambiguous", "capture_off", "unknown_vault", "vault_missing")
-              else f"{me}: {e.code}: {e.message}",
-              file=sys.stderr)
-        return EXIT_NONE if e.code == "not_found" else EXIT_UNAVAILABLE if e.code == "vault_missing" else EXIT_USAGE
+        message = _in_options(args.command, e.message) if e.code == "bad_request" else e.message
+        print(f"{me}: {said(e.code, message)}", file=sys.stderr)
+        return e.exit
     except ValueError as e:  # a hook's bad option
         print(f"{me}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
+
+
+def _session(args, cwd: str) -> Session:
+    """The session the command asks over: paths shown from `cwd` (left relative to the vault
+    for --json), an agent's when a hook or an agent runs vaultq, of the vault --vault names.
+    A split of every proposal may take minutes; a hook must answer well within the agent's
+    own hook timeout (10 s in integrations/), a hung daemon or not."""
+    hook = args.command == "hook"
+    return Session(_socket(args, None if cwd == "absolute" else cwd),
+                   timeout=None if args.command == "split" else 5.0 if hook else 30.0,
+                   paths=None if getattr(args, "json", False) else cwd, agent=hook or _agent(),
+                   vault=_vault(args.vault) if args.vault else None, files_here=True)
+
+
+_FIELD = re.compile(r"^(\w+)(?=[\[:])|`(\w+)`")
+"""A request field a refusal names: the word it starts with (`limit: expected ...`), or one in
+backquotes (`give `vault` or `all_vaults``)."""
+
+
+def _in_options(command: str, message: str) -> str:
+    """The daemon's refusal of a request in the words of vaultq's options: each request field
+    it names as the option or argument that gives it (`limit` as --limit, `all_vaults` as
+    --all-vaults, `note` as NOTE); other words as they are."""
+    names = {"vault": "--vault"}
+    op = ops.BY_NAME.get(command)
+    for flags, options in op.cli.args if op and op.cli else ():
+        dest = options.get("dest") or flags[-1].lstrip("-").replace("-", "_")
+        names[_REQUEST_FIELD.get(dest, dest)] = flags[-1] if flags[-1][:1] == "-" else options.get("metavar", dest)
+    return _FIELD.sub(lambda m: names.get(m[1] or m[2], m[0]), message)
+
+
+_REQUEST_FIELD = {"query": "q", "from_": "from"}
+"""Options whose request field has another name than the option's (see the runners)."""
 
 
 def entry() -> None:
