@@ -69,7 +69,7 @@ from .errors import DaemonUnavailable
 from .note import Heading, Link, headings_of
 from .parse import parse_lines
 from .paths import pick_socket, read_head
-from .store.graph import Graph
+from .parse.syntaxes import DENOTE, INTERNAL, NOT_NOTES, ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
 
 logger = logging.getLogger("vaultd.lsp")
 
@@ -171,9 +171,8 @@ class Buffer:
 
     def local(self, link: Link):
         """Where a link within this buffer (`[[#Heading]]`, `[[*Heading]]`) leads, read from
-        the buffer's own headings and blocks: a graph of this one note."""
-        g = Graph({self.rel: self.note})
-        return g.resolve(self.note, link)
+        the buffer's own headings and blocks (the unit of links within a note)."""
+        return INTERNAL.within(self.note, link)
 
 
 ELSEWHERE_S = 10.0
@@ -357,9 +356,9 @@ def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
 
 
 def resolve_link(session: _Session, buf: Buffer, ln: Link) -> Dest | None:
-    if ln.kind == "url":
+    if ln.kind in NOT_NOTES:
         return None
-    if ln.kind == "internal":
+    if ln.kind in WITHIN_SOURCE:
         d = buf.local(ln)
         return Dest(path=buf.path, line=d.line, broken=d.broken, candidates=[])
     r = session.ask("resolve", link=ln.raw, **{"from": buf.path})
@@ -759,7 +758,7 @@ def _followed(ls: VaultServer, params) -> tuple[Buffer, Link, Dest] | None:
         return None
     buf, line, char = cur
     link = buf.link_at(line, char)
-    if link is None or link.kind == "url":
+    if link is None or link.kind in NOT_NOTES:
         return None
     dest = _dest(ls, buf, link)
     return None if dest is None else (buf, link, dest)
@@ -808,7 +807,7 @@ def references(ls: VaultServer, params: t.ReferenceParams):
     buf, line, char = cur
     note, at = buf.path, None
     link = buf.link_at(line, char)
-    if link is not None and link.kind != "url":
+    if link is not None and link.kind not in NOT_NOTES:
         dest = _dest(ls, buf, link)
         if not dest or not dest.path:
             return []
@@ -959,6 +958,9 @@ def workspace_symbols(ls: VaultServer, params: t.WorkspaceSymbolParams):
 
 # -- completion --------------------------------------------------------------------------
 
+_TYPED = "|".join(map(re.escape, TYPED))  # the Org link types typed after `[[`: file, denote, id
+_TYPED_PLACE = re.compile(rf"^({_TYPED}):(.*?)::(.*)$")  # [[denote:ID::*Head
+_TYPED_NOTE = re.compile(rf"^({_TYPED}):")
 _MD_TAG = re.compile(r"(?:^|(?<=[\s(]))#([^\s#\[\]()]*)$")
 _ORG_TAGS = re.compile(r"^(?:\*+\s.*\s|#\+filetags:\s*)(?::[^\s:]+)*:([^\s:]*)$", re.IGNORECASE)
 
@@ -996,7 +998,7 @@ def _tag_completion(ls, buf, line, a, b):
 
 def _link_completion(ls, buf, line, a, b, typed, after):
     close = "" if after.startswith("]") else "]]"
-    org_link = re.match(r"^(file|denote|id):(.*?)::(.*)$", typed)
+    org_link = _TYPED_PLACE.match(typed)
     if org_link or (not buf.org and "#" in typed):
         # a place in a note: its headings (and blocks after ^)
         if org_link:
@@ -1019,14 +1021,15 @@ def _link_completion(ls, buf, line, a, b, typed, after):
                                                   detail=f"line {bl.line}",
                                                   text_edit=_edit(ls, buf, line, start, b, "^" + bl.id + close)))
             return t.CompletionList(is_incomplete=False, items=items)
-        prefix = "*" if org_link else ""
+        unit = TYPED[org_link.group(1)] if org_link else WIKI  # how the link names a heading
         for h in target.headings:
-            items.append(t.CompletionItem(label=prefix + h.text, kind=t.CompletionItemKind.Reference,
+            named = unit.heading(h.text)
+            items.append(t.CompletionItem(label=named, kind=t.CompletionItemKind.Reference,
                                           detail=f"{'*' if target.org else '#'}" * h.level + f" line {h.line}",
-                                          filter_text=prefix + h.text,
-                                          text_edit=_edit(ls, buf, line, start, b, prefix + h.text + close)))
+                                          filter_text=named,
+                                          text_edit=_edit(ls, buf, line, start, b, named + close)))
         return t.CompletionList(is_incomplete=False, items=items)
-    form = typed.split(":", 1)[0] + ":" if re.match(r"^(denote|file|id):", typed) else ""
+    form = typed.split(":", 1)[0] + ":" if _TYPED_NOTE.match(typed) else ""
     notes = _notes(ls, buf, typed[len(form):])
     if notes is None:
         return None
@@ -1037,11 +1040,12 @@ def _link_completion(ls, buf, line, a, b, typed, after):
         here = os.path.relpath(n["path"], os.path.dirname(buf.path))
         for shown in dict.fromkeys([n["title"], *(n.get("aliases") or ())]):
             if buf.org or form:  # Org's [[denote:ID][Title]] or [[file:path][Title]]
-                target = f"denote:{n['id']}" if n.get("id") and form != "file:" else f"file:{here}"
-                insert = f"{target}][{shown}]]" if close else target
-                filter_text = f"{target} {shown}" if form else f"{shown} {stem} {n.get('id') or ''}"
+                unit, name = (DENOTE, n["id"]) if n.get("id") and form != f"{ORG_FILE.typed}:" else (ORG_FILE, here)
+                insert = unit.complete(name, shown, close)
+                filter_text = f"{unit.complete(name, shown, '')} {shown}" if form else \
+                    f"{shown} {stem} {n.get('id') or ''}"
             else:  # Obsidian's [[name]], [[name|alias]]
-                insert = (stem if shown in (n["title"], stem) else f"{stem}|{shown}") + close
+                insert = WIKI.complete(stem, None if shown in (n["title"], stem) else shown, close)
                 filter_text = f"{shown} {stem} {n.get('id') or ''}"
             items.append(t.CompletionItem(label=shown, kind=t.CompletionItemKind.File, detail=rel,
                                           filter_text=filter_text.strip(),

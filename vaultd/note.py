@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 import msgspec
 
@@ -30,13 +31,26 @@ class Block(msgspec.Struct, array_like=True, gc=False):
     line: int
 
 
+Kind = Literal["wiki", "embed", "md", "file", "denote", "id", "internal", "url"]
+"""What a link is, one kind per unit of parse/syntaxes.py (whose BY_KIND holds them):
+- wiki: Obsidian's `[[name#anchor|alias]]` (Dendron's `[[label|note.name#anchor]]` too);
+- embed: `![[name#anchor]]`;
+- md: a Markdown `[label](path#anchor)` or `![alt](path)` to a file;
+- file: Org's `[[file:path::search][description]]`;
+- denote: `[[denote:ID::search]]`, or Denote's Markdown `[label](denote:ID)`;
+- id: Org's `[[id:UUID::search]]` (a file's or a heading's :ID:);
+- internal: a place in the same note: `[[#Heading]]`, `[x](#anchor)`, Org `[[*Heading]]`,
+  `[[#custom-id]]`, `[[target]]` (its target empty, the place its anchor);
+- url: a URL, bare or in either form, and any other scheme (`[[zk:1234]]`)."""
+
+
 class Link(msgspec.Struct, kw_only=True, array_like=True, gc=False):
     line: int
     col: int
     """1-based line and column (in characters) where the link starts."""
     raw: str
-    kind: str
-    """wiki, embed, md, file, id, denote, url."""
+    kind: Kind
+    """Which syntax reads it (see Kind)."""
     target: str
     """What the link names, before resolution (a name, a relative path, an ID)."""
     anchor: str = ""

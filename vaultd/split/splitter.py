@@ -18,7 +18,6 @@ import os
 import posixpath
 import re
 import time
-import urllib.parse
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,7 +30,8 @@ from ..note import ID_ANCHOR, Heading, Note, headings_of, links_of
 from ..parse import decode, markdown as md, org as org_parse, parse_file
 from ..parse.common import github_slug, numbered
 from ..parse.denote import parse_name
-from ..parse.links import retarget
+from ..parse.syntaxes import DENOTE, MARKDOWN_LINK, MARKDOWN_OR_WIKI, NOT_NOTES, ORG_FILE, WIKI, WITHIN_SOURCE, Part, \
+    labels_shown, syntax_of
 from ..store.journal import OTHER, SPLIT, STALE, FileChange, Journal, files_of, read_like
 from ..store.journal import Raced, SplitError  # noqa: F401  the errors a split raises, as split.SplitError
 
@@ -193,7 +193,6 @@ def file_tags(note: Note, data: bytes) -> list[str]:
     return list(dict.fromkeys(written))
 
 
-_LINK_TEXT = re.compile(r"\[\[(?:[^\]\[]*\]\[)?([^\]\[]*)\]\]|!?\[([^\]\[]*)\]\([^)]*\)")
 _NO_BRACKETS = str.maketrans("[]|", "   ")
 _ORG_SETTING = re.compile(rb"[ \t]*#\+(?:todo|seq_todo|typ_todo|link|startup|property|category|options|constants|tags):",
                           re.IGNORECASE)
@@ -211,13 +210,8 @@ def plain(text: str) -> str:
     """A heading as readable text: links reduced to their label (`[[a|b]]`, `[[a][b]]`,
     `[b](a)` to b), emphasis marks and the brackets and bars a link label cannot hold
     dropped, runs of blanks made one."""
-    def label(m: re.Match) -> str:
-        if m.group(2) is not None:
-            return m.group(2)
-        t = m.group(1)
-        return t.split("|", 1)[1] if "|" in t else t
     text = _ESCAPE.sub(r"\1", text).replace("\\", "")  # Markdown's \* is a *, and no label may end in \
-    return " ".join(_EMPHASIS.sub("", _LINK_TEXT.sub(label, text)).translate(_NO_BRACKETS).split())
+    return " ".join(_EMPHASIS.sub("", labels_shown(text)).translate(_NO_BRACKETS).split())
 
 
 def _slug(text: str) -> str:
@@ -265,8 +259,8 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     folder = posixpath.dirname(note.path)
     stem = posixpath.basename(note.path).rsplit(".", 1)[0]
     dn = parse_name(stem)
-    if not org and not dn and any(c in stem for c in "#|[]^"):
-        raise SplitError(f"{note.path}: its name holds one of # | [ ] ^, which a wikilink to its parts cannot")
+    if not org and not dn and (why := WIKI.cannot_name(stem)):  # the hub's list and back links may be wikilinks
+        raise SplitError(f"{note.path}: {why}")
     # The parts' back link and the hub's list: by identifier only where it names one note
     unique_id = bool(dn) and len(graph.with_id(dn.id)) <= 1
     markdown = not org and _markdown_style(r.link for r in graph.links(note.path))
@@ -426,11 +420,12 @@ def _anchor_in_part(line_part: dict[int, int], tops: list[bytes], chunks: list[t
     it stays as it is."""
 
     def anchor_in_part(r) -> str | None:
-        if r.link.kind == "file" and r.link.anchor.strip().isdigit() and r.line in line_part:
+        unit = syntax_of(r.link)
+        if unit.by_line(r.link) and r.line in line_part:
             i = line_part[r.line]  # Org's ::42 is a line number: the line's number in its part
             return str(tops[i].count(b"\n") + r.line - chunks[i][0])
         old, mine = renumbered.get(r.line, (None, None))
-        a = r.link.anchor or r.link.label.partition("#")[2]  # Dendron's [[label|note#a]]: in the label
+        a = unit.anchor_of(r.link)  # Dendron's [[label|note#a]]: in the label
         prefix = "#" if a.startswith("#") else ""  # denote:ID::#a, file:x::#a
         return prefix + mine if old is not None and a[len(prefix):] == old else None
 
@@ -443,38 +438,48 @@ def _link_edits(note: Note, graph: Graph, line_part: dict[int, int], part_paths:
     old raw, new raw)), and the note's own to its own headings, from wherever they end up."""
 
     def follows(r) -> bool:
-        """Whether a link leads wherever its target's text goes without a rewrite: an `id:`
-        link with no anchor names a heading's own :ID:, which moves with the heading."""
-        return r.link.kind == "id" and not r.link.anchor
+        """Whether a link leads wherever its target's text goes without a rewrite (an `id:`
+        link with no anchor names a heading's own :ID:, which moves with the heading)."""
+        return syntax_of(r.link).follows_heading(r.link)
 
-    def to(i: int) -> dict:
-        return {"target": part_paths[i], "new_id": ids[i] if ids else None, "new_uuid": uuids[i] if uuids else None}
+    def to(i: int, anchor: str | None) -> Part:
+        return Part(part_paths[i], ids[i] if ids else None, uuids[i] if uuids else None, anchor)
 
     # Rewrite links: from other notes into moved headings/blocks; and the note's own
     edits: dict[str, list[tuple[int, int, str, str]]] = {}  # path -> (line, col, old raw, new raw)
     for src, r in graph.backlinks(note.path, anchored=True):  # a link to the note itself stays as it is
         if r.line is None or r.line not in line_part or follows(r):
             continue
-        new = retarget(r.link, src, **to(line_part[r.line]), anchor=anchor_in_part(r))
-        if new and new != r.link.raw:
+        new = _rewritten(note.path, r.link, src, src, to(line_part[r.line], anchor_in_part(r)))
+        if new != r.link.raw:
             edits.setdefault(src, []).append((r.link.line, r.link.col, r.link.raw, new))
     own = []  # the note's links to its own headings, from wherever they end up
     for r in graph.links(note.path):
         if r.target == note.path and r.line in line_part and not follows(r):
             here = line_part.get(r.link.line)
             # `[[#H]]` stays valid within one part; `[[Note#H]]` names the note, which is now the hub
-            if here != line_part[r.line] or r.link.kind != "internal" or anchor_in_part(r):
-                new = retarget(r.link, part_paths[here] if here is not None else note.path,
-                                **to(line_part[r.line]), internal=True, anchor=anchor_in_part(r))
-                if new:
-                    own.append((r.link.line, r.link.col, r.link.raw, new))
-        elif r.target == note.path and r.link.kind == "internal" and r.link.line in line_part and r.line is not None:
+            if here != line_part[r.line] or r.link.kind not in WITHIN_SOURCE or anchor_in_part(r):
+                at = part_paths[here] if here is not None else note.path
+                own.append((r.link.line, r.link.col, r.link.raw,
+                            _rewritten(note.path, r.link, note.path, at, to(line_part[r.line], anchor_in_part(r)))))
+        elif r.target == note.path and r.link.kind in WITHIN_SOURCE and r.link.line in line_part \
+                and r.line is not None:
             # `[[#H]]` moved into a part, to a heading the hub keeps: it names the hub now
-            hub_id = dn.id if dn else None
-            new = retarget(r.link, part_paths[line_part[r.link.line]], note.path, hub_id, internal=True)
-            if new:
-                own.append((r.link.line, r.link.col, r.link.raw, new))
+            hub = Part(note.path, dn.id if dn else None)
+            own.append((r.link.line, r.link.col, r.link.raw,
+                        _rewritten(note.path, r.link, note.path, part_paths[line_part[r.link.line]], hub)))
     return edits, own
+
+
+def _rewritten(note: str, link, path: str, at: str, part: Part) -> str:
+    """`link`, written in `path` (its line going to `at`), made to lead into `part` by its
+    syntax's unit. Raises SplitError when that syntax cannot, saying which and why."""
+    unit = syntax_of(link)
+    why = unit.unwritable(link)
+    if why is not None:
+        raise SplitError(f"{note}: a link into it cannot be rewritten to lead into {part.target}: {path}:{link.line}: "
+                         f"{link.raw} is a {unit.name}, and {why}")
+    return unit.rewrite(link, at, part)
 
 
 def _write_parts(plan: Plan, note: Note, lines: list[bytes], nl: bytes, org: bool,
@@ -550,7 +555,7 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
         """Where a link that led to `d` must lead from `here`, the file that holds it now."""
         if d.broken:
             return (None, None, d.broken)
-        if link.kind == "internal" and d.line is None:  # an Org text search: within its own file
+        if link.kind in WITHIN_SOURCE and d.line is None:  # an Org text search: within its own file
             return (here, None, None)
         if d.target == note and d.line is not None:
             return (*line_map[d.line], None)
@@ -581,7 +586,7 @@ def verify(plan: Plan, graph: Graph) -> list[str]:
                 orig_path, orig_ln = note, moved[(path, ln)]
             elif path in parts or path == note:  # a line the split adds: a back link, the hub's list
                 for link in links:
-                    if link.kind == "url":  # in a heading the hub's list shows: it leads out of the vault
+                    if link.kind in NOT_NOTES:  # in a heading the hub's list shows: it leads out of the vault
                         continue
                     i = _listed(link, plan.parts)
                     want = note if path in parts else plan.parts[i] if i is not None else None
@@ -613,8 +618,7 @@ def _listed(link, parts: list[str]) -> int | None:
     """Which part a link of the hub's list names (by file name, identifier or stem), if any."""
     for i, p in enumerate(parts):
         name = posixpath.basename(p)
-        if link.target in (name, name.rsplit(".", 1)[0], urllib.parse.unquote(name)) or \
-                (link.kind == "denote" and name.startswith(link.target + "--")):
+        if syntax_of(link).names_file(link, name):
             return i
     return None
 
@@ -643,7 +647,7 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
         if ident:
             out.append(f"#+identifier: {ident}")
         out += settings  # the note's #+TODO, #+LINK, ...: its headings and links read alike in the part
-        back = f"[[denote:{hub_id}][{title}]]" if hub_id else f"[[file:{name}][{title}]]"
+        back = DENOTE.write(hub_id, title) if hub_id else ORG_FILE.write(name, title)
         return ("\n".join(out) + f"\n\nPart of {back}.\n\n").encode()
     fm = ["---", f"title: {json.dumps(head, ensure_ascii=False)}"]
     if tags:
@@ -653,7 +657,7 @@ def _part_header(org: bool, head: str, note: Note, ident: str | None, new_uuid: 
     if new_uuid:
         fm.append(f'id: "{new_uuid}"')
     fm.append("---")
-    back = f"[{title}]({urllib.parse.quote(name)})" if markdown else f"[[{stem}|{title}]]"
+    back = MARKDOWN_LINK.write(name, title) if markdown else WIKI.write(stem, title)
     return ("\n".join(fm) + f"\n\nPart of {back}.\n\n").encode()
 
 
@@ -691,7 +695,7 @@ def _definitions(text: bytes, lines: list[bytes], org: bool, nl: bytes = b"\n") 
 def _markdown_style(links) -> bool:
     """Whether a Markdown note's `links` are only [Markdown](links.md), never [[wiki]]: its
     hub lists its parts that way too (its renderer may read no other kind)."""
-    wiki = [link.raw.lstrip("!").startswith("[[") for link in links if link.kind in ("md", "wiki", "embed", "internal")]
+    wiki = [link.raw.lstrip("!").startswith("[[") for link in links if link.kind in MARKDOWN_OR_WIKI]
     return bool(wiki) and not any(wiki)
 
 
@@ -724,11 +728,11 @@ def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: boo
         head = plain(chunks[i][2]) or "part"
         name = posixpath.basename(p)
         if org:
-            link = f"[[denote:{ids[i]}][{head}]]" if ids else f"[[file:{name}][{head}]]"
+            link = DENOTE.write(ids[i], head) if ids else ORG_FILE.write(name, head)
         elif markdown:
-            link = f"[{head}]({urllib.parse.quote(name)})"
+            link = MARKDOWN_LINK.write(name, head)
         else:
-            link = f"[[{name.rsplit('.', 1)[0]}|{head}]]"
+            link = WIKI.write(name.rsplit(".", 1)[0], head)
         item = f"{i + 1}. "
         out.append(item + link)
         out += [" " * len(item) + "- " + t for t in shown[i][:most]]

@@ -1,30 +1,25 @@
 """The link graph: every note's links resolved against the whole vault, and the reverse.
 
-Resolution rules (DESIGN "Link syntaxes"):
-- wikilinks and embeds as Obsidian does: a path (relative to the note, then to the
-  vault, then as a path suffix), else the file name, unique, else the one in the
-  note's own folder, else the single shallowest one, else ambiguous; then aliases.
-  Case-insensitive, extension optional.
-- Markdown links: relative to the note (or the vault for `/x`), URL-decoded; a
-  target not found there is looked up by file name as a wikilink would be.
-- `file:` relative to the note; `id:` through Org `:ID:`; `denote:` through the
-  identifier. Anchors: `#Heading`, `#^block`, `::*Heading`, `::#custom-id`.
-A link that cannot be resolved records why. Links to non-note files (images,
-PDFs) and URLs are kept but are not edges.
+How each syntax resolves, and which lookup keys that depends on, is its unit's (DESIGN
+"Link syntaxes"; parse/syntaxes.py): the graph is the `Lookup` they resolve against, the
+vault's notes by path, file name, alias, Denote identifier and Org :ID:. A name (a
+wikilink's, a Markdown link's bare name) is looked up as Obsidian does (`by_name`): a
+path (relative to the note, then to the vault, then as a path suffix), else the file
+name, unique, else the one in the note's own folder, else the single shallowest one,
+else ambiguous; then aliases. Case-insensitive, extension optional. A link that cannot
+be resolved records why. Links to non-note files (images, PDFs) and URLs are kept but
+are not edges.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import operator
 import os
 import posixpath
-import re
 import sys
 import threading
-import unicodedata
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, KeysView
@@ -33,38 +28,13 @@ from typing import NamedTuple
 
 import msgspec
 
-from ..note import ID_ANCHOR, Link, Note, headings_of, links_at, links_of
-from ..parse.conflicts import conflict_copy
-
-NOTE_EXTS = (".md", ".org")
-ATTACHMENT_EXTS = frozenset(
-    "png jpg jpeg gif svg webp bmp ico tif tiff avif heic pdf mp3 mp4 m4a wav ogg oga flac webm mov mkv avi "
-    "canvas excalidraw base csv tsv json yaml yml txt html htm zip tar gz xlsx docx pptx epub drawio ics".split()
-)
-_LOOSE = re.compile(r"[\W_]+", re.UNICODE)
-_DENDRON_VAULT = re.compile(r"^dendron://[^/]*/")
-_DENDRON_RANGE = re.compile(r"(?:,\d+.*|:#.*)$|^\*$")  # `#heading,1:#*`: from that heading on
-
-# Reasons a link is broken
-NO_NOTE, AMBIGUOUS, NO_HEADING, NO_BLOCK, NO_ID, OUTSIDE = (
-    "no such note", "ambiguous", "no such heading", "no such block", "no such ID", "outside the vault",
+from ..note import Link, Note, links_at, links_of
+from ..parse.syntaxes import (  # noqa: F401  Dest, NOWHERE, the reasons and the name forms: the graph's words too
+    AMBIGUOUS, ATTACHMENT_EXTS, BY_ALIAS, BY_IDENT, BY_KIND, BY_NAME, BY_UUID, NO_BLOCK, NO_HEADING, NO_ID, NO_NOTE,
+    NOT_NOTES, NOTE_EXTS, NOWHERE, OUTSIDE, WITHIN_SOURCE, Anchors, Dest, has_attachment_ext, key, loose, one_of,
+    stem_of,
 )
 
-
-class Dest(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """Where a link leads. Shared by every link that resolves alike."""
-
-    target: str | None = None
-    """Vault path of the note it resolves to (None for URLs, attachments and broken links)."""
-    line: int | None = None
-    """Line of the heading or block it points at, when it has an anchor."""
-    broken: str | None = None
-    """Why it does not resolve (no such note, ambiguous: a | b, no such heading, ...)."""
-    candidates: list[str] = []
-
-
-NOWHERE = Dest()
-"""URLs and attachments: not notes, not broken."""
 _TARGET = operator.attrgetter("target")
 
 
@@ -78,28 +48,6 @@ class Resolved(msgspec.Struct, frozen=True):
     line = property(lambda self: self.dest.line)
     broken = property(lambda self: self.dest.broken)
     candidates = property(lambda self: self.dest.candidates)
-
-
-def key(s: str) -> str:
-    """Case- and normalisation-insensitive form of a name (macOS writes NFD file names)."""
-    return s.lower() if s.isascii() else unicodedata.normalize("NFC", s).casefold()
-
-
-@functools.lru_cache(maxsize=1 << 16)  # heading names repeat: 527,000 headings, 66,000 names
-def loose(s: str) -> str:
-    """A slug that both GitHub's and Obsidian's anchors reduce to."""
-    return _LOOSE.sub("-", key(s)).strip("-")
-
-
-def stem_of(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    root, ext = os.path.splitext(name)
-    return root if ext.lower() in NOTE_EXTS else name
-
-
-def _has_attachment_ext(target: str) -> bool:
-    ext = os.path.splitext(target)[1][1:].lower()
-    return ext in ATTACHMENT_EXTS
 
 
 LABEL_CACHE = 100_000
@@ -389,7 +337,7 @@ class Graph:
         self._plain: dict[str, Dest] = {}  # target -> the one Dest(target) every plain link to it shares
         self._src_deps: dict[str, tuple[str, ...] | memoryview] = {}  # src -> the lookup keys its links depend on
         # (or, loaded, their codes: see dep_codes)
-        self._anchor_index: dict[str, _Anchors] = {}
+        self._anchor_index: dict[str, Anchors] = {}
         self._by_path: dict[str, str] = {}
         self._by_stem: dict[str, list[str]] = defaultdict(list)
         self._by_alias: dict[str, list[str]] = defaultdict(list)
@@ -445,7 +393,7 @@ class Graph:
         return g
 
     def _depending(self, keys: set[str]) -> set[str]:
-        """The notes whose links look up one of these keys (see _deps): a scan, not a reverse
+        """The notes whose links look up one of these keys (see syntaxes.LinkSyntax.deps): a scan, not a reverse
         index (that costs a big vault ~100 MB to save milliseconds); a loaded graph's saved
         entries hold the keys' codes (see dep_codes), and are scanned as such."""
         deps = self._src_deps
@@ -508,16 +456,16 @@ class Graph:
                 links = links_of(note)
                 for link in links:
                     kind = link.kind
-                    if kind == "url":
+                    if kind in NOT_NOTES:
                         dests.append(NOWHERE)
                         continue
-                    ck = (kind, link.target, link.anchor, link.label, src if kind == "internal" else folder)
+                    ck = (kind, link.target, link.anchor, link.label, src if kind in WITHIN_SOURCE else folder)
                     d = cache.get(ck)
                     if d is None:
                         d = cache[ck] = self._shared(self.resolve(note, link, folder))
-                    dk = (kind, link.target, link.label)  # what _deps reads
+                    dk = (kind, link.target, link.label)  # what a unit's deps read
                     if (ds := dep_cache.get(dk)) is None:
-                        ds = dep_cache[dk] = tuple(map(sys.intern, _deps(link)))
+                        ds = dep_cache[dk] = tuple(map(sys.intern, BY_KIND[kind].deps(link)))
                     dests.append(d)
                     deps.update(ds)
                     t = d.target
@@ -666,79 +614,43 @@ class Graph:
                 link = r.link
                 if r.target == target:
                     out.append((src, r))
-                elif src in looking and link.kind != "url":
+                elif src in looking and link.kind not in NOT_NOTES:
                     k = (link.kind, link.target, link.label)
                     if k not in deps:
-                        deps[k] = not keys.isdisjoint(_deps(link))
+                        deps[k] = not keys.isdisjoint(BY_KIND[link.kind].deps(link))
                     if deps[k]:
                         out.append((src, r))
         return out
 
-    # -- resolution -------------------------------------------------------------
+    # -- resolution: the Lookup the syntaxes resolve against (parse/syntaxes.py) ----------
 
     def resolve(self, src: Note, link: Link, folder: str | None = None) -> Dest:
-        """Where `link`, written in `src`, leads."""
-        kind = link.kind
-        if folder is None:
-            folder = posixpath.dirname(src.path)
-        if kind == "internal":
-            return self._anchor(Dest(target=src.path), src, link.anchor, org=src.path.endswith(".org"))
-        anchor = link.anchor
-        if kind in ("wiki", "embed"):
-            r = None
-            label = link.label.strip()
-            name, _, alt_anchor = _DENDRON_VAULT.sub("", label).partition("#")
-            if label and not any(c.isspace() for c in name) and ("." in name or "#" in label or label != link.label):
-                # Dendron writes [[label|note.name#anchor]]: the note comes second
-                if "://" in name:
-                    return NOWHERE  # [[text|https://...]]: a URL
-                alt = Dest(target=src.path) if not name else self._by_name(folder, name)
-                if alt.target:
-                    r, anchor = alt, alt_anchor
-            if r is None:
-                r = self._by_name(folder, link.target)
-                if r.broken == NO_NOTE and name and "://" not in name:  # no note by the first name: try the second
-                    alt = self._by_name(folder, name)
-                    if alt.target:
-                        r, anchor = alt, alt_anchor
-            anchor = _DENDRON_RANGE.sub("", anchor)
-        elif kind in ("md", "file"):
-            r = self._by_relpath(folder, link.target, kind)
-        elif kind == "denote":
-            r = self._unique(self._by_id.get(link.target, []), "no such identifier")
-            if r.broken == "no such identifier" and (named := self._by_id.get(KEYWORD_ID + link.target)):
-                r = Dest(broken=_keyword_only(link.target, [self.notes[p] for p in named]))
-        elif kind == "id":
-            r = self._unique(self._by_uuid.get(link.target, []), NO_ID)
-            if r.target and not anchor:  # a heading's :ID:: its line
-                r.line = self._anchors(self.notes[r.target]).blocks.get(ID_ANCHOR + link.target)
-        else:
-            return NOWHERE
-        if r.target is None or not anchor:
-            return r
-        if kind == "file" and anchor.strip().isdigit():  # file:x.org::42, line 42
-            r.line = int(anchor) or None
-            return r
-        return self._anchor(r, self.notes[r.target], anchor, org=kind in ("file", "denote", "id"))
+        """Where `link`, written in `src`, leads: as its syntax's unit says."""
+        return BY_KIND[link.kind].resolve(link, src, posixpath.dirname(src.path) if folder is None else folder, self)
 
     def lookup(self, src: Note, link: Link) -> Dest:
         """Where `link` leads, written in `src`: a note of the vault, or a note at a path it
         does not hold (an editor's buffer not saved yet), whose own headings are then unknown."""
         with self._lock:
-            if src.path not in self.notes and link.kind == "internal":
+            if src.path not in self.notes and link.kind in WITHIN_SOURCE:
                 return Dest(broken=f"{NO_HEADING} ({src.path} is not indexed)")
             return self.resolve(self.notes.get(src.path, src), link)
 
-    def _unique(self, paths: list[str], missing: str) -> Dest:
-        if len(paths) == 1:
-            return Dest(target=paths[0])
-        if not paths:
-            return Dest(broken=missing)
-        copies = {p: c for p in paths if (c := conflict_copy(p)) is not None}
-        rest = [p for p in paths if p not in copies]
-        if len(rest) == 1 and all(c.of == rest[0] for c in copies.values()):
-            return Dest(target=rest[0])  # the others are sync tools' conflict copies of it (parse/conflicts)
-        return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
+    def note(self, path: str) -> Note:
+        """The note at this vault path."""
+        return self.notes[path]
+
+    def ids(self, ident: str) -> list[str]:
+        """The notes with this Denote identifier (read under the caller's lock)."""
+        return self._by_id.get(ident, [])
+
+    def id_keyword(self, ident: str) -> list[str]:
+        """The notes whose disagreeing `identifier` keyword is `ident`."""
+        return self._by_id.get(KEYWORD_ID + ident, [])
+
+    def uuids(self, uuid: str) -> list[str]:
+        """The notes holding this :ID: or front-matter id."""
+        return self._by_uuid.get(uuid, [])
 
     def _pick(self, folder: str, paths: list[str], strict: bool = False) -> Dest:
         """Several notes share a name: the one in the note's own folder, else the nearest
@@ -746,7 +658,7 @@ class Graph:
         a tie after all that is ambiguous. `strict` (a name a person typed, from no
         folder): any two are ambiguous."""
         if len(paths) <= 1:
-            return self._unique(paths, NO_NOTE)
+            return one_of(paths, NO_NOTE)
         if strict:
             return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
         here = [p for p in paths if posixpath.dirname(p) == folder]
@@ -772,7 +684,7 @@ class Graph:
             return Dest(target=top[0])
         return Dest(broken=AMBIGUOUS, candidates=sorted(paths))
 
-    def _exact(self, path: str) -> str | None:
+    def exact(self, path: str) -> str | None:
         """The note at this vault path, trying the note extensions when it has none."""
         k = key(path)
         if k in self._by_path:
@@ -783,12 +695,14 @@ class Graph:
                     return self._by_path[k + ext]
         return None
 
-    def _by_name(self, folder: str, target: str, strict: bool = False) -> Dest:
+    def by_name(self, folder: str, target: str, strict: bool = False) -> Dest:
+        """The note a name leads to from `folder`, as Obsidian finds it (see the module's
+        docstring); `strict`: a name typed, from no folder, never guessed."""
         t = target.replace("\\", "/").strip()
         if "/" in t.strip("/"):
             t = t.lstrip("/")
             for cand in (posixpath.normpath(posixpath.join(folder, t)), posixpath.normpath(t)):
-                found = self._exact(cand)
+                found = self.exact(cand)
                 if found:
                     return Dest(target=found)
             kt = key(t)
@@ -807,31 +721,8 @@ class Graph:
             aliases = self._by_alias.get(key(t), [])
             if aliases:
                 return self._pick(folder, sorted(set(aliases)), strict)
-        if _has_attachment_ext(t):
+        if has_attachment_ext(t):
             return NOWHERE  # an attachment, not a note
-        return Dest(broken=NO_NOTE)
-
-    def _by_relpath(self, folder: str, target: str, kind: str) -> Dest:
-        t = target.strip()
-        if t.startswith("~") or (t.startswith("/") and kind == "file"):
-            return Dest(broken=OUTSIDE)
-        if t.startswith("/"):
-            rel = posixpath.normpath(t.lstrip("/"))
-        else:
-            rel = posixpath.normpath(posixpath.join(folder, t))
-        if rel.startswith("../") or rel == "..":
-            return Dest(broken=OUTSIDE)
-        found = self._exact(rel)
-        if found:
-            return Dest(target=found)
-        if t.endswith("/"):
-            return NOWHERE  # a folder
-        if kind == "md" and "/" not in t:  # Obsidian's shortest-path Markdown links: by name
-            r = self._by_name(folder, t)
-            if r.target or r.broken == AMBIGUOUS:
-                return r
-        if _has_attachment_ext(t) or not t.lower().endswith(NOTE_EXTS) and "." in t.rsplit("/", 1)[-1]:
-            return NOWHERE
         return Dest(broken=NO_NOTE)
 
     def _shared(self, d: Dest) -> Dest:
@@ -840,39 +731,12 @@ class Graph:
             return d
         return self._plain.setdefault(d.target, d)
 
-    def _anchors(self, note: Note) -> "_Anchors":
+    def anchors(self, note: Note) -> Anchors:
+        """The note's headings and blocks by every form a link names them in (kept for one batch)."""
         a = self._anchor_index.get(note.path)
         if a is None:
-            a = self._anchor_index[note.path] = _Anchors(note)
+            a = self._anchor_index[note.path] = Anchors(note)
         return a
-
-    def _anchor(self, r: Dest, note: Note, anchor: str, org: bool) -> Dest:
-        a = anchor.strip()
-        if not a:
-            return r
-        idx = self._anchors(note)
-        if a.startswith("^"):
-            r.line = idx.blocks.get(a[1:])
-            return r if r.line else self._broken_anchor(r, NO_BLOCK)
-        if org and a.startswith("*"):
-            r.line = idx.loose.get(loose(a[1:]))
-            return r if r.line else self._broken_anchor(r, NO_HEADING)
-        if org and a.startswith("#"):
-            r.line = idx.ids.get(a[1:]) or idx.loose.get(loose(a[1:]))
-            return r if r.line else self._broken_anchor(r, NO_HEADING)
-        if org:
-            # <<target>>, a line number or a text search: Org finds those anywhere
-            r.line = idx.blocks_key.get(key(a)) or idx.loose.get(loose(a))
-            return r
-        # Obsidian `#Heading` (nested `#H1#H2`: the last one), GitHub `#slug`
-        last = a.rsplit("#", 1)[-1]
-        r.line = idx.ids.get(last) or idx.loose.get(loose(last))
-        return r if r.line else self._broken_anchor(r, NO_HEADING)
-
-    @staticmethod
-    def _broken_anchor(r: Dest, reason: str) -> Dest:
-        r.broken = reason
-        return r
 
     # -- queries ----------------------------------------------------------------
 
@@ -970,13 +834,13 @@ class Graph:
         for prefix in ("denote:", "id:"):
             if n.startswith(prefix):
                 n = n[len(prefix):]
-        found = self._exact(n)
+        found = self.exact(n)
         if found:
             return [found]
         for table in (self._by_id, self._by_uuid):
             if n in table:
                 return sorted(table[n])
-        r = self._by_name("", n, strict=True)  # typed, not linked from a folder: never guessed
+        r = self.by_name("", n, strict=True)  # typed, not linked from a folder: never guessed
         if r.target:
             return [r.target]
         if r.candidates:
@@ -996,26 +860,11 @@ def dep_codes(deps: tuple[str, ...] | memoryview) -> set[int]:
     return set(deps) if isinstance(deps, memoryview) else {dep_code(k) for k in deps}
 
 
-class _Anchors:
-    """A note's headings and blocks, by every form a link may name them in: line numbers."""
-
-    __slots__ = ("loose", "ids", "blocks", "blocks_key")
-
-    def __init__(self, note: Note):
-        self.loose: dict[str, int] = {}
-        self.ids: dict[str, int] = {}
-        for h in reversed(headings_of(note)):  # the first heading of a name wins
-            self.loose[loose(h.text)] = h.line
-            self.ids[h.anchor] = h.line
-        self.blocks = {b.id: b.line for b in note.blocks}
-        self.blocks_key = {key(b.id): b.line for b in note.blocks}
-
-
 def _keys(n: Note) -> list[str]:
-    """The lookup keys a note answers to (see `_deps`): a `denote:` link by its identifier
+    """The lookup keys a note answers to (see syntaxes.LinkSyntax.deps): a `denote:` link by its identifier
     keyword too, when that disagrees with its file name (the link's reason names the note)."""
-    ks = ["n:" + key(stem_of(n.path))] + ["a:" + key(a) for a in n.aliases] + ["u:" + u for u in n.uuids]
-    return ks + ["d:" + i for i in (n.id, n.id_keyword) if i]
+    ks = [BY_NAME + key(stem_of(n.path))] + [BY_ALIAS + key(a) for a in n.aliases] + [BY_UUID + u for u in n.uuids]
+    return ks + [BY_IDENT + i for i in (n.id, n.id_keyword) if i]
 
 
 KEYWORD_ID = "keyword:"
@@ -1027,29 +876,3 @@ broken link says which note's keyword it names."""
 def _id_keys(n: Note) -> list[str]:
     """A note's keys in the identifier table: its identifier, and its disagreeing keyword."""
     return [k for k in (n.id, KEYWORD_ID + n.id_keyword if n.id_keyword else None) if k]
-
-
-def _keyword_only(ident: str, notes: list[Note]) -> str:
-    """Why a `denote:` link by an identifier only a keyword carries leads nowhere."""
-    n = notes[0]
-    return (f"no such identifier: {ident} is only the identifier keyword of {n.path}, whose file name "
-            f"says {n.id}; Denote follows the file name (link denote:{n.id}, or fix the keyword)")
-
-
-def _deps(link: Link) -> list[str]:
-    """The lookup keys a link's resolution depends on: a note appearing or vanishing under
-    one of them may change where the link leads."""
-    kind = link.kind
-    if kind in ("wiki", "embed", "md", "file"):
-        t = link.target.replace("\\", "/").rstrip("/")
-        base = t.rsplit("/", 1)[-1]
-        deps = ["n:" + key(stem_of(base)), "a:" + key(t), "a:" + key(base)]
-        if link.label and kind in ("wiki", "embed"):  # the Dendron reading
-            name = _DENDRON_VAULT.sub("", link.label.strip()).partition("#")[0]
-            deps += ["n:" + key(stem_of(name.rsplit("/", 1)[-1])), "a:" + key(name)]
-        return deps
-    if kind == "denote":
-        return ["d:" + link.target]
-    if kind == "id":
-        return ["u:" + link.target]
-    return []

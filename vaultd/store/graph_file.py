@@ -53,11 +53,13 @@ FILE_NAME = "graph.msgpack"
 
 @functools.cache
 def rules(terms: Callable[[str], list[str]]) -> str:
-    """A digest of the code that resolves links (store/graph.py, this file) and of the module
-    whose `terms` cut anchor terms (the graph is handed it: query/ranking.py): a graph saved
-    by other rules is stale (an upgrade rebuilds it once)."""
+    """A digest of the code that resolves links (store/graph.py, the link syntaxes' units in
+    parse/syntaxes.py, this file) and of the module whose `terms` cut anchor terms (the graph
+    is handed it: query/ranking.py): a graph saved by other rules is stale (an upgrade
+    rebuilds it once)."""
     h = hashlib.blake2b(__version__.encode(), digest_size=8)
-    for mod in (sys.modules[Graph.__module__], sys.modules[terms.__module__], sys.modules[__name__]):
+    for mod in (sys.modules[Graph.__module__], sys.modules[Dest.__module__], sys.modules[terms.__module__],
+                sys.modules[__name__]):
         try:
             h.update(Path(mod.__file__).read_bytes())
         except (OSError, TypeError):
