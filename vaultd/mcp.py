@@ -44,11 +44,11 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from . import __version__, api, ops, protocol
-from .client import Client, RequestFailed
+from . import __version__, api, client, ops, protocol
+from .client import RequestFailed
 from .errors import DaemonUnavailable, explain_validation
 from .paths import pick_socket
-from .render import context_item
+from .render import changes, context_item, still_indexing, where
 
 logger = logging.getLogger("vaultd.mcp")
 
@@ -156,7 +156,8 @@ def _lists(op: str) -> frozenset[str]:
 
 def request_args(op: str, arguments: dict | None) -> dict:
     """The daemon's arguments for tool `op` called with `arguments`, checked against the
-    request type (BadArguments says what is wrong, in the tool's own names)."""
+    request type (BadArguments says what is wrong, in the tool's own names); the envelope
+    (absolute paths, an agent's) is the Daemon's."""
     back = {v: k for k, v in RENAMED.items()}
     for k in arguments or ():
         if k in protocol.ENVELOPE or k in RENAMED:  # the face's to set, or known by its tool name only
@@ -183,32 +184,34 @@ def request_args(op: str, arguments: dict | None) -> dict:
         raise BadArguments(msg) from None
     given = {name: getattr(req, f) for f, name in zip(req.__struct_fields__, req.__struct_encode_fields__)
              if f not in protocol.ENVELOPE}  # as the wire names them (resolve's `from`)
-    return {**msgspec.to_builtins(given), "paths": "absolute", "agent": True}
+    return msgspec.to_builtins(given)
+
+
+ASKER = "MCP server"
+"""How the daemon's errors name this face (errors.said)."""
 
 
 class Daemon:
-    """The running vaultd, asked one request per connection (it may be restarted between calls)."""
+    """The running vaultd as the MCP server asks it (client.Daemon): found as vaultq finds it,
+    afresh at each call (it may be restarted between calls), one request per connection, with
+    absolute paths and as an agent, of the vault --vault names unless the agent asks every
+    vault."""
 
     def __init__(self, socket: str | None = None, vault: str | None = None):
-        self.socket, self.vault = socket, vault
+        self.vault = vault
+        self.daemon = client.Daemon(lambda folder: pick_socket(socket, vault, folder), timeout=60.0,
+                                    paths="absolute", agent=True)
 
     def ask(self, op: str, args: dict) -> dict:
-        """The daemon's answer, of the vault --vault names when the daemon serves several
-        (unless the agent asks every vault); DaemonUnavailable or RequestFailed."""
+        """The daemon's answer; DaemonUnavailable or RequestFailed."""
+        vault = None
         if self.vault and not args.get("all_vaults"):
-            args = {"vault": os.path.realpath(self.vault) if os.path.isdir(self.vault) else self.vault, **args}
-        with Client(pick_socket(self.socket, self.vault), timeout=60.0) as c:
-            return c.request(op, **args)
+            vault = os.path.realpath(self.vault) if os.path.isdir(self.vault) else self.vault
+        with self.daemon.session(vault=vault) as s:
+            return s.request(op, **args)
 
-    async def ask_async(self, op: str, args: dict) -> dict:
-        return await anyio.to_thread.run_sync(self.ask, op, args)
-
-
-def _indexing_words(res: dict) -> str:
-    p = res.get("progress") or {}
-    far = "listing the vault's files" if p.get("total") is None else f"{p.get('done')} of {p['total']} files read"
-    return (f"Note: vaultd is still building its first index of this vault ({far}): this answer holds only "
-            "the notes read so far. Ask again in a moment.\n\n")
+    async def ask_async(self, op: str, args: dict | None = None) -> dict:
+        return await anyio.to_thread.run_sync(self.ask, op, args or {})
 
 
 # -- text forms: what a model reads; every line a note gives cites path:line ----------
@@ -256,14 +259,6 @@ def _more(res: dict, what: str) -> str:
             f"again with offset {res['next']} for the next ones)")
 
 
-def _where(link: dict) -> str:
-    if link.get("broken"):
-        return f"BROKEN ({link['broken']})"
-    if link.get("resolved"):
-        return link["resolved"] + (f":{link['resolved_line']}" if link.get("resolved_line") else "")
-    return link["kind"]
-
-
 def _backlinks(res: dict) -> str:
     head = f"{res['total']} links into {res['note']} ({res['title']})"
     return "\n".join([head] + [f"{b['path']}:{b['line']}:{b['byte_col']}: {b.get('text', b['raw']).strip()}"
@@ -272,7 +267,7 @@ def _backlinks(res: dict) -> str:
 
 def _links(res: dict) -> str:
     head = f"{res['total']} links out of {res['note']} ({res['title']})"
-    return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['byte_col']}: {ln['raw']} -> {_where(ln)}"
+    return "\n".join([head] + [f"{res['note']}:{ln['line']}:{ln['byte_col']}: {ln['raw']} -> {where(ln)}"
                                for ln in res["links"]]) + _more(res, "links")
 
 
@@ -303,13 +298,8 @@ def _listing(key: str, empty: str):
 
 
 def _changes(res: dict) -> str:
-    out = [f"generation {res['since']} is older than this daemon remembers: every note may have changed"] \
-        if res["reset"] else []
-    for key, mark in (("added", "A"), ("changed", "M"), ("deleted", "D")):
-        out += [f"{mark} {p}" for p in res[key]]
-    out += [f"R {old} -> {new}" for old, new in res["moved"]]
-    out.append(f"now at generation {res['generation']}")
-    return "\n".join(out) + _more(res, "paths") + (
+    reset, rows, now = changes(res)
+    return "\n".join(([reset] if reset else []) + rows + [now]) + _more(res, "paths") + (
         " (the same `since` for every page; then ask changes since this generation)" if res.get("more") else "")
 
 
@@ -351,7 +341,7 @@ TEXT = {"search": _search, "context": _context, "read": _read, "backlinks": _bac
 def text_of(op: str, res: dict) -> str:
     form = TEXT.get(op)
     text = form(res) if form else json.dumps(res, ensure_ascii=False, indent=1)
-    return _indexing_words(res) + text if res.get("indexing") else text
+    return f"Note: {still_indexing(res)}. Ask again in a moment.\n\n{text}" if res.get("indexing") else text
 
 
 def _error(text: str) -> types.CallToolResult:
@@ -376,8 +366,7 @@ async def call(daemon: Daemon, op: str, arguments: dict | None, client: str | No
     except DaemonUnavailable as e:
         return _error(str(e))
     except RequestFailed as e:
-        plain = ("not_found", "ambiguous", "indexing", "capture_off", "unknown_vault", "vault_missing")
-        return _error(e.message if e.code in plain else f"{e.code}: {e.message}")
+        return _error(e.said(ASKER))
     except Exception as e:  # every call is answered: an exception here left the client waiting for good
         return _error(f"internal: {type(e).__name__}: {e}")
     return types.CallToolResult(content=[types.TextContent(text=text_of(op, res))], structured_content=structured(res))
@@ -411,8 +400,8 @@ def _mime(path: str) -> str:
 async def list_resources(daemon: Daemon) -> types.ListResourcesResult:
     """The working set: the HOT notes and those changed in the last week."""
     try:
-        hot = (await daemon.ask_async("hot", {"paths": "absolute", "agent": True}))["hot"]
-        recent = (await daemon.ask_async("recent", {"paths": "absolute", "agent": True}))["recent"]
+        hot = (await daemon.ask_async("hot"))["hot"]
+        recent = (await daemon.ask_async("recent"))["recent"]
     except (DaemonUnavailable, RequestFailed) as e:
         raise MCPError(types.INTERNAL_ERROR, str(e)) from None
     seen: dict[str, types.Resource] = {}
@@ -432,7 +421,7 @@ async def read_resource(daemon: Daemon, uri: str) -> types.ReadResourceResult:
     if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
         raise MCPError(types.INVALID_PARAMS, f"unknown resource {uri!r}: notes are file:// URIs of absolute paths")
     try:
-        res = await daemon.ask_async("read", {"note": unquote(parts.path), "paths": "absolute", "agent": True})
+        res = await daemon.ask_async("read", {"note": unquote(parts.path)})
     except DaemonUnavailable as e:
         raise MCPError(types.INTERNAL_ERROR, str(e)) from None
     except RequestFailed as e:
