@@ -125,6 +125,31 @@ def test_links_and_broken(daemon, sock):
     assert json.loads(vaultq("--socket", sock, "broken", "--json").stdout)["total"] == 1
 
 
+def test_a_file_name_holding_a_line_break_never_splits_a_row(daemon, sock):
+    """A row is one line, `path:line:col:text`. `rg --vimgrep` prints a file name holding a
+    line break as it is, and the row comes apart in two (an editor's quickfix reads two broken
+    rows): vaultq leaves that file's rows out of every row format, and says so on stderr, the
+    name escaped; --json carries it whole (issue 42)."""
+    g = daemon.status()["generation"]
+    (daemon.vault / "notes" / "two\nlines.md").write_text("# Two lines\n\nokapi here\n")
+    (daemon.vault / "notes" / "plain.md").write_text("# Plain\n\nokapi too\n")
+    daemon.wait_generation(g)
+    wait_for(lambda: len(daemon.request("grep", q="okapi")["matches"]) == 2 and not daemon.status()["pending"])
+    said = 'vaultq: 1 row of "notes/two\\nlines.md" left out: its file name holds a line break'
+    for fmt, row in (("vimgrep", "notes/plain.md:3:1:okapi too"), ("emacs", "notes/plain.md:3:1:okapi too"),
+                     ("grep", "notes/plain.md:3:okapi too")):
+        r = vaultq("--socket", sock, "grep", "okapi", "--format", fmt, cwd=daemon.vault)
+        assert r.returncode == 0 and r.stdout.splitlines() == [row], (fmt, r.stdout)
+        assert said in r.stderr and "--json gives it whole" in r.stderr, r.stderr
+    r = vaultq("--socket", sock, "grep", "okapi", "--null", cwd=daemon.vault)
+    assert r.stdout == "notes/plain.md\x003:1:okapi too\n" and said in r.stderr
+    r = vaultq("--socket", sock, "search", "okapi", "--format", "vimgrep", cwd=daemon.vault)
+    assert r.stdout.splitlines() == ["notes/plain.md:3:1:okapi too"] and said in r.stderr
+    r = vaultq("--socket", sock, "grep", "okapi", "--json", cwd=daemon.vault)
+    assert sorted(m["path"] for m in json.loads(r.stdout)["matches"]) == ["notes/plain.md", "notes/two\nlines.md"]
+    assert r.stderr == ""
+
+
 def test_graph_dot_and_depth(daemon, sock):
     r = vaultq("--socket", sock, "graph", "--format", "dot", "--depth", "2", "20251016T080208", cwd=daemon.vault)
     assert r.returncode == 0 and r.stdout.startswith("digraph vault {") and r.stdout.rstrip().endswith("}")
