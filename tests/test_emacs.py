@@ -26,7 +26,12 @@ EXTRA = {  # notes the test adds to its copy of the fixture: links into the fold
     "notes/links.md": "# Links\n\n한국어: [[20251201T090000--東京旅行__travel#持ち物]] 를 본다.\n",
     "notes/links.org": "#+title: links\n#+startup: overview\n\n* 日本語\n** 深い\n"
                        "旅行: [[denote:20251201T090000::*日程][日程]] を見る。\n",
+    "notes/emoji.md": "# Emoji\n\n🗂️ 정리 ✍️ then [[Deep work#Rules]] here\n❤️ [[Nowhere at all]]\n",
 }
+EMOJI = "notes/emoji.md"
+"""Links after emoji with a variation selector (U+FE0F), one of them broken."""
+LINKS_OF = "notes/가치관 - 선택.md"
+"""The note whose links out vaultd-links lists in the test."""
 FOLLOW = [
     ("notes/가치관 - 선택.md", "[[Deep w", "## Rules"),
     ("notes/가치관.md", "[[가치관 - ", "# 가치관 - 선택"),
@@ -36,7 +41,9 @@ FOLLOW = [
 ]
 
 
-def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_path):
+def run_ert(make_daemon, tmp_path, selector: str):
+    """Run the ERT tests of editors/emacs/vaultd-test.el that `selector` selects, in batch
+    Emacs, against the daemon on a copy of the fixture (with EXTRA): (vault, daemon, rows)."""
     vault = tmp_path / "ed"
     shutil.copytree(EDITORS, vault)
     for rel, text in EXTRA.items():
@@ -45,12 +52,17 @@ def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_pa
     out = tmp_path / "landed.jsonl"
     env = {**os.environ, "VAULTD_SOCKET": str(d.socket), "VAULTD_TEST_VAULT": str(vault),
            "VAULTD_TEST_OUT": str(out), "VAULTD_TEST_VAULTQ": str(Path(sys.executable).with_name("vaultq")),
-           "VAULTD_TEST_FOLLOW": "\n".join(f"{f}\t{n}" for f, n, _ in FOLLOW)}
+           "VAULTD_TEST_FOLLOW": "\n".join(f"{f}\t{n}" for f, n, _ in FOLLOW),
+           "VAULTD_TEST_LINKS": LINKS_OF, "VAULTD_TEST_EMOJI": EMOJI}
     run = subprocess.run(["emacs", "--batch", "-Q", "-L", str(ROOT / "editors" / "emacs"), "-l", "vaultd-test.el",
-                          "-f", "ert-run-tests-batch-and-exit"], env=env, cwd=vault, capture_output=True, text=True,
-                         timeout=180)
+                          "--eval", f"(ert-run-tests-batch-and-exit '{selector})"], env=env, cwd=vault,
+                         capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stdout + run.stderr
-    landed = [json.loads(line) for line in out.read_text().splitlines()]
+    return vault, d, [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_path):
+    vault, d, landed = run_ert(make_daemon, tmp_path, "(not (tag parity))")
 
     def text_at(row: dict) -> str:
         return Path(row["file"]).read_text().split("\n")[row["line"] - 1][row["col"]:]
@@ -77,10 +89,12 @@ def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_pa
     rows = [r for r in landed if r["what"].startswith("follow ")]
     assert [(r["what"], Path(r["file"]).read_text().split("\n")[r["line"] - 1], r["col"]) for r in rows] == \
         [(f"follow {n}", heading, 0) for _, n, heading in FOLLOW]
-    # every landing visible, and those in Org files inside a file that was folded
+    # every landing visible, and the first in each Org file in a buffer that was folded (the
+    # rows' JSON false is `:json-false'; a `:false' was the string "false", and true)
     assert all(r["visible"] for r in landed)
     in_org = [r for r in landed if r["file"].endswith(".org")]
-    assert len(in_org) >= 4 and all(r["folded"] for r in in_org)
+    first_in_each = {r["file"]: r for r in reversed(in_org)}.values()  # later ones: others were revealed
+    assert len(in_org) >= 4 and all(r["folded"] for r in first_in_each)
     hits = {r["what"]: 0 for r in landed}
     for r in landed:
         hits[r["what"]] += 1
@@ -124,3 +138,62 @@ def test_eglot_goes_to_the_definition_through_vaultd_lsp(make_daemon, tmp_path):
     file, line, col = run.stdout.strip().split("\n")[-1].split("\t")
     assert (file, (vault / file).read_text().split("\n")[int(line) - 1], col) == \
         (str(vault / "Deep work.md"), "## Rules", "0")
+
+
+CONSULT = any(Path("/usr/share/emacs/site-lisp/elpa").glob("consult-*"))
+"""Debian's elpa-consult is installed: the consult test must run, not skip."""
+
+
+def test_emacs_grep_links_broken_and_just_past_a_link(make_daemon, tmp_path):
+    """vaultd-grep (its grep-mode buffer, and consult's reading of its rows when consult is
+    here), vaultd-links and vaultd-broken-links land on each match's and link's character;
+    just past a link's `]]` vaultd-follow-link follows nothing, on its last `]` it does."""
+    vault, d, landed = run_ert(make_daemon, tmp_path, "(tag parity)")
+
+    def rows(what: str) -> list[tuple[str, int, int]]:
+        return [(r["file"], r["line"], r["col"]) for r in landed if r["what"] == what]
+
+    def text_at(place: tuple[str, int, int]) -> str:
+        return Path(place[0]).read_text().split("\n")[place[1] - 1][place[2]:]
+
+    matches = d.request("grep", q="splitter")["matches"]
+    want = [(str(vault / m["path"]), m["line"], m["col"] - 1) for m in matches]
+    assert rows("grep") == want and len(want) > 4
+    line_of = lambda f, n: Path(f).read_text().split("\n")[n - 1]  # noqa: E731
+    assert any(f.endswith(".org") for f, *_ in want)  # a file opened folded
+    assert any(len(line_of(f, n)[:c].encode()) != c for f, n, c in want)  # characters, not bytes
+    assert all(text_at(p).lower().startswith("splitter") for p in rows("grep"))
+    # consult reads `--format grep` rows (no column): it lands on each line's first match
+    first = list(dict.fromkeys((f, n) for f, n, _ in want))
+    firsts = [next((f, n, c) for f, n, c in want if (f, n) == fn) for fn in first]
+    if CONSULT:
+        assert list(dict.fromkeys(rows("consult"))) == firsts
+    links = d.request("links", note=LINKS_OF)["links"]
+    assert rows("links") == [(str(vault / LINKS_OF), x["line"], x["col"] - 1) for x in links] and len(links) > 1
+    assert all(text_at(p).startswith(x["raw"]) for p, x in zip(rows("links"), links))
+    labels = [r["text"] for r in landed if r["what"] == "links label"]
+    assert any(x.endswith("[[Deep work#Rules]]  -> Deep work.md:8") for x in labels), labels
+    broken = d.request("broken")["broken"]
+    assert rows("broken") == [(str(vault / b["path"]), b["line"], b["col"] - 1) for b in broken]
+    assert {b["raw"] for b in broken} >= {"[[Nowhere]]", "[[Nowhere at all]]"}
+    labels = [r["text"] for r in landed if r["what"] == "broken label"]
+    assert f"{EMOJI}:4:4: [[Nowhere at all]]  (broken: no such note)" in labels, labels  # ❤, U+FE0F, space
+    # just past `]]` on the line of 🗂️ and ✍️ (U+FE0F each): no link, point stays
+    line = EXTRA[EMOJI].split("\n")[2]
+    past = [r for r in landed if r["what"].startswith("past: ")]
+    assert [(r["what"], r["file"], r["line"], r["col"]) for r in past] == \
+        [("past: vaultd: no link at point", str(vault / EMOJI), 3, line.index("]]") + 2)]
+    deep = str(vault / "Deep work.md")
+    assert rows("follow last ]") == rows("follow first [") == [(deep, 8, 0)]
+    assert all(r["visible"] for r in landed if "file" in r)
+
+
+def test_vaultd_el_byte_compiles_without_warnings(tmp_path):
+    """A warning is an error (`byte-compile-error-on-warn'): vaultd.el compiles clean in a bare
+    Emacs (-Q: no consult, no grep loaded), a copy in a temp folder (no .elc left in editors/)."""
+    el = tmp_path / "vaultd.el"
+    shutil.copy(ROOT / "editors" / "emacs" / "vaultd.el", el)
+    run = subprocess.run(["emacs", "--batch", "-Q", "--eval", "(setq byte-compile-error-on-warn t)",
+                          "-f", "batch-byte-compile", str(el)], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stderr.count("Warning"), run.stderr.count("Error")) == (0, 0, 0), run.stderr
+    assert el.with_suffix(".elc").stat().st_size > 0

@@ -28,12 +28,12 @@
                (file . ,(buffer-file-name))
                (line . ,(line-number-at-pos))
                (col . ,(- (point) (line-beginning-position)))
-               (visible . ,(if (invisible-p (point)) :false t))
+               (visible . ,(if (invisible-p (point)) :json-false t))
                (folded . ,(if (and (derived-mode-p 'org-mode)
                                    (next-single-char-property-change (point-min) 'invisible nil (point-max))
                                    (< (next-single-char-property-change (point-min) 'invisible nil (point-max))
                                       (point-max)))
-                              t :false))
+                              t :json-false))
                (text . ,(buffer-substring-no-properties (point) (min (+ (point) 12) (line-end-position)))))))
     (write-region (concat (json-encode row) "\n") nil (getenv "VAULTD_TEST_OUT") t 'silent)))
 
@@ -90,6 +90,127 @@
         (vaultd--reveal)              ; the link itself may be folded away too
         (vaultd-follow-link)
         (vaultd-test--record (concat "follow " needle))))))
+
+;;;; Grep, links out, broken links, the place just past a link (tag `parity':
+;;;; tests/test_emacs.py runs them apart)
+
+(defun vaultd-test--finish (buffer)
+  "Wait until BUFFER's process (a compilation) has ended."
+  (let ((proc (get-buffer-process buffer)))
+    (while (and proc (process-live-p proc))
+      (accept-process-output proc 0.1))))
+
+(defun vaultd-test--next-each (buffer what)
+  "Visit every match of the compilation BUFFER as RET does, recording each as WHAT."
+  (let ((n 0) (here (with-current-buffer buffer (point-min))))
+    (while (setq here (with-current-buffer buffer
+                        (goto-char here)
+                        (condition-case nil
+                            (progn (compilation-next-error 1) (point))
+                          (error nil))))
+      (save-window-excursion
+        (with-current-buffer buffer
+          (goto-char here)
+          (compile-goto-error))
+        (with-current-buffer (window-buffer (selected-window))
+          (vaultd-test--record what)))
+      (setq n (1+ n)))
+    n))
+
+(defun vaultd-test--record-lines (buffer what)
+  "Write each line of BUFFER after its first (its header) to $VAULTD_TEST_OUT as WHAT."
+  (with-current-buffer buffer
+    (dolist (line (cdr (split-string (buffer-substring-no-properties (point-min) (point-max)) "\n" t)))
+      (write-region (concat (json-encode `((what . ,what) (text . ,line))) "\n") nil
+                    (getenv "VAULTD_TEST_OUT") t 'silent))))
+
+(ert-deftest vaultd-grep-buffer-lands-on-each-match ()
+  "Without consult: a `vaultd-grep-mode' buffer, each match landed on as RET does."
+  :tags '(parity)
+  (let* ((default-directory vaultd-test-vault)
+         (buf (vaultd-grep "splitter")))
+    (vaultd-test--finish buf)
+    (should (eq (buffer-local-value 'major-mode buf) 'vaultd-grep-mode))
+    (should (> (vaultd-test--next-each buf "grep") 4))))
+
+(defun vaultd-test--consult ()
+  "consult, when installed: a package of the user's, or Debian's elpa-consult (which
+-Q leaves out of the `load-path')."
+  (or (require 'consult nil t)
+      (progn
+        (require 'package)
+        (let ((package-directory-list (cons "/usr/share/emacs/site-lisp/elpa" package-directory-list)))
+          (package-initialize t)
+          (and (assq 'consult package-alist)
+               (package-activate 'consult)
+               (require 'consult nil t))))))
+
+(defun vaultd-test--consult-candidates (input)
+  "The candidates consult makes of vaultq's rows for INPUT, through consult's own
+formatting (`consult--grep-format', its form of 0.32 to 1.x and of 2.x)."
+  (let* ((built (vaultd--consult-grep-builder input))
+         (cands nil)
+         (sink (lambda (action) (when (consp action) (setq cands action))))
+         (fmt (if (equal (func-arity 'consult--grep-format) '(2 . 2))
+                  (consult--grep-format sink #'vaultd--consult-grep-builder)
+                (funcall (consult--grep-format #'vaultd--consult-grep-builder) sink)))
+         (rows (with-temp-buffer
+                 (let ((coding-system-for-read 'utf-8))
+                   (apply #'process-file (car (car built)) nil t nil (cdr (car built))))
+                 (split-string (buffer-string) "\n" t))))
+    (funcall fmt input)
+    (funcall fmt rows)
+    cands))
+
+(ert-deftest vaultd-grep-through-consult-lands-on-each-match ()
+  "With consult: vaultq's rows as consult reads them, each landed on by consult's own
+`consult--grep-position' (the consult of this machine: skipped without one)."
+  :tags '(parity)
+  (skip-unless (vaultd-test--consult))
+  (let ((default-directory vaultd-test-vault) (n 0))
+    (dolist (cand (vaultd-test--consult-candidates "splitter"))
+      (let ((pos (car (consult--grep-position cand #'find-file-noselect))))
+        (with-current-buffer (marker-buffer pos)
+          (goto-char pos)
+          (vaultd--reveal)
+          (vaultd-test--record "consult")
+          (setq n (1+ n)))))
+    (should (> n 4))
+    (should (null (vaultd-test--consult-candidates "zzzqx")))
+    (should (< (length (vaultd-test--consult-candidates "splitter -- -s"))
+               (length (vaultd-test--consult-candidates "splitter"))))))
+
+(ert-deftest vaultd-links-land-on-each-link-out ()
+  :tags '(parity)
+  (let ((default-directory vaultd-test-vault))
+    (vaultd-links (expand-file-name (getenv "VAULTD_TEST_LINKS") vaultd-test-vault))
+    (vaultd-test--record-lines "*vaultd links*" "links label")
+    (should (> (vaultd-test--visit-each "*vaultd links*" "links") 1))))
+
+(ert-deftest vaultd-broken-links-land-on-each-link ()
+  :tags '(parity)
+  (let ((default-directory vaultd-test-vault))
+    (vaultd-broken-links)
+    (vaultd-test--record-lines "*vaultd broken links*" "broken label")
+    (should (> (vaultd-test--visit-each "*vaultd broken links*" "broken") 0))))
+
+(ert-deftest vaultd-follow-link-just-past-a-link-is-not-on-it ()
+  "On a line of emoji with U+FE0F: just past `]]' no link is followed; on its last `]'
+and its first `[' it is."
+  :tags '(parity)
+  (save-window-excursion
+    (find-file (expand-file-name (getenv "VAULTD_TEST_EMOJI") vaultd-test-vault))
+    (goto-char (point-min))
+    (search-forward "]]")
+    (let ((err (should-error (vaultd-follow-link) :type 'user-error)))
+      (vaultd-test--record (concat "past: " (error-message-string err))))
+    (backward-char 1)
+    (save-window-excursion
+      (vaultd-follow-link)
+      (vaultd-test--record "follow last ]"))
+    (search-backward "[[")
+    (vaultd-follow-link)
+    (vaultd-test--record "follow first [")))
 
 (provide 'vaultd-test)
 ;;; vaultd-test.el ends here

@@ -14,8 +14,14 @@
 ;;
 ;;   M-x vaultd-search        live search with preview (consult when present;
 ;;                            else a hits buffer whose n/p show each hit)
+;;   M-x vaultd-grep          every line holding the words (consult when present,
+;;                            as consult-ripgrep; else a grep-mode buffer: RET,
+;;                            n/p and M-g n land on each match's character)
 ;;   M-x vaultd-backlinks     the notes linking to this one, in a buffer; RET lands
-;;   M-x vaultd-follow-link   where the link at point leads (any syntax vaultd reads)
+;;   M-x vaultd-links         the links out of this note, each with where it leads
+;;   M-x vaultd-broken-links  every broken link of the vault, with why
+;;   M-x vaultd-follow-link   where the link at point leads (any syntax vaultd reads;
+;;                            the character just past a link is not on it)
 ;;   M-x vaultd-find-note     a note by title, alias, Denote identifier or file name
 ;;   M-x vaultd-insert-link   a link to a note, in this buffer's syntax
 ;;   M-x vaultd-insert-context  what the notes say about a query, within a budget
@@ -38,6 +44,9 @@
 (declare-function consult--read "ext:consult")
 (declare-function consult--dynamic-collection "ext:consult")
 (declare-function consult--lookup-member "ext:consult")
+(declare-function consult--grep "ext:consult")
+(declare-function consult--command-split "ext:consult")
+(declare-function consult--ripgrep-make-builder "ext:consult")
 
 (defgroup vaultd nil
   "Search and links of a vaultd notes vault."
@@ -246,6 +255,91 @@ where n/p preview and RET lands."
       (unless places (user-error "vaultd: no note matches %s" query))
       (pop-to-buffer (vaultd--fill-list "*vaultd search*" (format "vaultd search: %s" query) places)))))
 
+;;;; Grep
+
+(defun vaultd--grep-command (words &rest options)
+  "The vaultq command line (a list) of a grep for WORDS, OPTIONS before them."
+  (append (list vaultd-vaultq-program) vaultd-vaultq-args (list "grep") options (list "--" words)))
+
+(defun vaultd--grep-highlighter (words case-sensitive)
+  "A function that puts a face on each of WORDS in a string.
+Case matters when CASE-SENSITIVE.  consult places point on the first of
+them, as it does for consult-ripgrep."
+  (let ((regexps (mapcar #'regexp-quote
+                         (condition-case nil (split-string-and-unquote words)
+                           (error (split-string words))))))
+    (lambda (str)
+      (let ((case-fold-search (not case-sensitive)))
+        (dolist (re regexps)
+          (let ((i 0))
+            (while (and (< i (length str)) (string-match re str i) (> (match-end 0) i))
+              (add-face-text-property (match-beginning 0) (match-end 0) 'consult-highlight-match nil str)
+              (setq i (match-end 0)))))))))
+
+(defun vaultd--consult-grep-builder (input)
+  "consult's command builder: INPUT to (COMMAND . HIGHLIGHTER).
+INPUT is the words, then `-- OPTIONS' as consult splits it.  vaultq prints
+`--format grep --null' rows, FILE NUL LINE:TEXT, as consult reads grep's."
+  (pcase-let ((`(,words . ,opts) (consult--command-split input)))
+    (unless (string-blank-p words)
+      (cons (apply #'vaultd--grep-command words (append '("--format" "grep" "--null") opts))
+            (vaultd--grep-highlighter words (or (member "-s" opts) (member "--case-sensitive" opts)))))))
+
+(defun vaultd--consult-grep (initial)
+  "consult's live grep through vaultq from the vault's root, INITIAL typed."
+  (consult--grep "vaultd grep"
+                 ;; consult 0.33 and later take a function of the paths that gives the
+                 ;; builder (as `consult--ripgrep-make-builder' takes one); 0.32 the builder
+                 (if (equal (func-arity 'consult--ripgrep-make-builder) '(1 . 1))
+                     (lambda (_paths) #'vaultd--consult-grep-builder)
+                   #'vaultd--consult-grep-builder)
+                 (vaultd--root) initial))
+
+(defvar vaultd-grep-regexp-alist
+  '(("^\\([^\0\n]+\\)\\(\0\\)\\([0-9]+\\):\\([0-9]+\\):" 1 3 4 nil nil (2 '(face nil display ":"))))
+  "How vaultq's `--format emacs --null' rows are read.
+FILE NUL LINE:COLUMN:TEXT, the column a 1-based character column.")
+
+(define-derived-mode vaultd-grep-mode grep-mode "vaultd grep"
+  "vaultq grep's rows: RET, n/p and \\[next-error] land on each match.
+On its character: columns are characters, counted from 1
+\\=(`compilation-first-column'), whatever the line holds (Korean, emoji:
+`compilation-error-screen-columns' nil).  g runs it again."
+  (setq-local compilation-error-regexp-alist vaultd-grep-regexp-alist)
+  (setq-local compilation-first-column 1)
+  (setq-local compilation-error-screen-columns nil)
+  (add-hook 'next-error-hook #'vaultd--grep-reveal))
+
+(defun vaultd--grep-reveal ()
+  "After a jump from a vaultd grep buffer: unfold the Org subtree that hides point."
+  (when (and (buffer-live-p next-error-last-buffer)
+             (with-current-buffer next-error-last-buffer (derived-mode-p 'vaultd-grep-mode)))
+    (vaultd--reveal)))
+
+(defun vaultd--grep-buffer (words)
+  "Run vaultq's grep for WORDS in a `vaultd-grep-mode' buffer; return the buffer."
+  (require 'grep)
+  (let ((default-directory (vaultd--root))
+        ;; a pipe, as consult runs it: to a terminal vaultq shows control characters as
+        ;; text, the NUL after each file name among them
+        (process-connection-type nil))
+    (compilation-start (mapconcat #'shell-quote-argument
+                                  (vaultd--grep-command words "--format" "emacs" "--null") " ")
+                       #'vaultd-grep-mode (lambda (_mode) "*vaultd grep*"))))
+
+;;;###autoload
+(defun vaultd-grep (words)
+  "Every line of the vault's notes that holds WORDS (as rg -i).
+Each lands on its match.  With consult: live, as consult-ripgrep (`-- -s'
+after the words: case matters, `-- -w': whole words); else a
+`vaultd-grep-mode' buffer."
+  (interactive (list (if (and vaultd-use-consult (require 'consult nil t))
+                         nil
+                       (read-string "vaultd grep: " nil nil (thing-at-point 'symbol t)))))
+  (if (null words)
+      (vaultd--consult-grep (thing-at-point 'symbol t))
+    (vaultd--grep-buffer words)))
+
 ;;;; Backlinks
 
 (defun vaultd--backlink-places (note)
@@ -270,6 +364,51 @@ where n/p preview and RET lands."
     (pop-to-buffer (vaultd--fill-list "*vaultd backlinks*"
                                       (format "Links into %s" (file-name-nondirectory file)) places))))
 
+;;;; Links out, broken links
+
+(defun vaultd--link-label (path link)
+  "How LINK (an item of vaultq's links or broken) of the note at PATH is listed."
+  (let ((to (alist-get 'resolved link)) (why (alist-get 'broken link)))
+    (format "%s:%d:%d: %s  %s" path (alist-get 'line link) (alist-get 'col link) (alist-get 'raw link)
+            (cond ((and to why) (format "-> %s (broken: %s)" to why))
+                  (why (format "(broken: %s)" why))
+                  (to (format "-> %s%s" to (if (alist-get 'resolved_line link)
+                                                (format ":%d" (alist-get 'resolved_line link)) "")))
+                  (t "")))))
+
+(defun vaultd--link-places (root path links)
+  "LINKS of the note at PATH (in the vault at ROOT) as (LABEL . (FILE LINE COL))."
+  (mapcar (lambda (l)
+            (cons (vaultd--link-label path l)
+                  (list (vaultd--file root path) (alist-get 'line l) (alist-get 'col l))))
+          links))
+
+;;;###autoload
+(defun vaultd-links (&optional file)
+  "Show the links out of FILE (this buffer's file), each landing on its link.
+Each says where it leads, or why it is broken."
+  (interactive)
+  (let* ((file (expand-file-name (or file (buffer-file-name) (user-error "This buffer visits no file"))))
+         (default-directory (file-name-directory file))
+         (root (vaultd--root))
+         (res (vaultd--call "links" "--json" "--limit" "100000" "--" file))
+         (places (and res (vaultd--link-places root (alist-get 'note res) (alist-get 'links res)))))
+    (unless places (user-error "vaultd: no links out of %s" (file-name-nondirectory file)))
+    (pop-to-buffer (vaultd--fill-list "*vaultd links*"
+                                      (format "Links out of %s" (file-name-nondirectory file)) places))))
+
+;;;###autoload
+(defun vaultd-broken-links ()
+  "Show every broken link of the vault, why it is broken, each landing on its link."
+  (interactive)
+  (let* ((root (vaultd--root))
+         (res (vaultd--call "broken" "--json"))
+         (places (mapcan (lambda (l) (vaultd--link-places root (alist-get 'path l) (list l)))
+                         (and res (alist-get 'broken res)))))
+    (unless places (user-error "vaultd: no broken links"))
+    (pop-to-buffer (vaultd--fill-list "*vaultd broken links*"
+                                      (format "%d broken links" (length places)) places))))
+
 ;;;; Links
 
 (defun vaultd--resolve-at-point ()
@@ -285,7 +424,7 @@ where n/p preview and RET lands."
   "Go where the link at point leads, to its heading or block.
 Every link syntax vaultd reads: wikilinks, Markdown, Org file:, id:, denote:."
   (interactive)
-  (let* ((res (or (vaultd--resolve-at-point) (user-error "vaultd: the link at point leads nowhere")))
+  (let* ((res (or (vaultd--resolve-at-point) (user-error "vaultd: no link at point")))
          (root (file-name-as-directory (alist-get 'vault res)))
          (path (alist-get 'path res)))
     (cond
