@@ -180,8 +180,8 @@ def test_a_hub_grown_huge_after_its_split_is_never_read_whole(tmp_path):
         _sparse(v.root / "notes/Big.md", head=(v.root / "notes/Big.md").read_text())
         others = lambda: {p: p.read_bytes() for p in sorted(v.root.rglob("*.md")) if p.name != "Big.md"}
         before = others()
-        v._stale.add("notes/Big.md")
-        assert v._resolve_stale("notes/Big.md", check_quiet=False) is None  # no MemoryError: not a stale save
+        v.splits.stale.add("notes/Big.md")
+        assert v.splits.resolve_stale("notes/Big.md", check_quiet=False) is None  # no MemoryError: not a stale save
         with pytest.raises(QueryError, match="changed since split"):
             v.split_undo(op)
         assert others() == before and os.stat(v.root / "notes/Big.md").st_size == BIG

@@ -85,20 +85,20 @@ def _fresh(vault, state, tmp_path, name="fresh"):
     other = tmp_path / name
     shutil.copytree(state, other, ignore=shutil.ignore_patterns("graph.msgpack", ".vaultd.lock"))
     v = Vault(_config(vault, other))
-    assert v._saved_graph is None
+    assert v.ingest.saved_graph is None
     try:
         v.reconcile()
         return _picture(v.graph)
     finally:
         v.index.close()
-        v._writer.release()
+        v.writer.release()
 
 
 def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_stopped(vault, tmp_path, caplog):
     _vault(vault)
     state = tmp_path / "s"
     v = Vault(_config(vault, state))
-    assert v._saved_graph is None  # nothing saved yet
+    assert v.ingest.saved_graph is None  # nothing saved yet
     v.reconcile()
     built = _picture(v.graph)
     assert built["count"][1] >= 3 and built["anchor_text"]  # broken links and anchor text to carry over
@@ -108,8 +108,8 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
 
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is not None and v.notes is v._saved_graph.notes, "the notes loaded from it"
-    assert v._by_key == {path_key(p): n for p, n in v.notes.items()}, "their keys in the index loaded too"
+    assert v.ingest.saved_graph is not None and v.notes is v.ingest.saved_graph.notes, "the notes loaded from it"
+    assert v.core.by_key == {path_key(p): n for p, n in v.notes.items()}, "their keys in the index loaded too"
     assert v.reconcile() == (0, 0)
     assert "links resolved" not in caplog.text
     assert _picture(v.graph) == built
@@ -118,7 +118,7 @@ def test_a_loaded_graph_equals_one_built_fresh_also_after_changes_made_while_sto
     _edit_while_stopped(vault)
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is not None
+    assert v.ingest.saved_graph is not None
     assert v.reconcile() == (3, 2)
     assert "loaded from graph.msgpack" in caplog.text and "links resolved" not in caplog.text  # gamma, nowhere, y/beta; x/dup.md, beta.md
     after = _picture(v.graph)
@@ -173,14 +173,14 @@ def test_a_damaged_or_old_graph_file_is_rebuilt_with_a_log_line(vault, tmp_path,
     (state / f".{graph_file.FILE_NAME}.1.tmp").write_bytes(b"half a save")  # the daemon killed while saving
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is None
+    assert v.ingest.saved_graph is None
     assert why in caplog.text and "building it anew" in caplog.text
     assert not list(state.glob("*.tmp"))
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
     v = Vault(_config(vault, state))  # and saved whole again
-    assert v._saved_graph is not None
+    assert v.ingest.saved_graph is not None
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
@@ -199,7 +199,7 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     (ostate / graph_file.FILE_NAME).write_bytes(saved)
     caplog.clear()
     v = Vault(_config(other, ostate))
-    assert v._saved_graph is None and "for another vault" in caplog.text
+    assert v.ingest.saved_graph is None and "for another vault" in caplog.text
     v.close()
 
     # this vault's file, beside an index rebuilt since (a new instance, its commits counted anew)
@@ -207,11 +207,11 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     v = Vault(_config(vault, state))
     v.reconcile(graph=False)
     v.index.close()
-    v._writer.release()
+    v.writer.release()
     path.write_bytes(saved)
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is None and "from another index" in caplog.text
+    assert v.ingest.saved_graph is None and "from another index" in caplog.text
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
@@ -219,15 +219,15 @@ def test_a_graph_of_another_vault_index_or_commit_is_not_used(vault, tmp_path, c
     # a commit the file has not seen (a crash before it was saved again)
     saved = path.read_bytes()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is not None
+    assert v.ingest.saved_graph is not None
     (vault / "alpha.md").write_text("# One\n[[beta]]\n")
     v.reconcile()
     v.index.close()  # gone without a word: no save at shutdown
-    v._writer.release()
+    v.writer.release()
     assert path.read_bytes() == saved
     caplog.clear()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is None and "was saved at index commit" in caplog.text
+    assert v.ingest.saved_graph is None and "was saved at index commit" in caplog.text
     v.reconcile()
     assert _picture(v.graph) == _fresh(vault, state, tmp_path)
     v.close()
@@ -334,17 +334,17 @@ def test_a_save_of_a_partly_decoded_graph_equals_a_fresh_build(vault, tmp_path):
     g = v.graph
     _edit_while_stopped(vault)  # while it runs, this time
     v.apply(["gamma.md", "x/dup.md", "beta.md", "y/beta.md", "nowhere.md"])
-    with v._apply_lock:
+    with v.ingest.apply_lock:
         snap, stamp = g.snapshot(), graph_file.stamp_of(vault, v.index, terms)
     tables = snap[1:4]  # out, deps, anchor: copies of the graph's
     untouched = [len(t.raw) for t in tables]
     assert all(untouched), "parts not asked for still as saved"
     graph_file.save(state / graph_file.FILE_NAME, stamp, snap)
     assert [len(t.raw) for t in tables] == untouched, "the save decoded none of them"
-    v._graph_saved = v.generation  # saved just now (else close saves it again)
+    v.ingest.graph_saved = v.generation  # saved just now (else close saves it again)
     v.close()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is not None, "what was saved is what loads"
+    assert v.ingest.saved_graph is not None, "what was saved is what loads"
     v.reconcile()
     assert "nowhere.md" in v.graph.notes and "x/dup.md" not in v.graph.notes
     loaded = _picture(v.graph)
@@ -372,7 +372,7 @@ def test_a_save_made_apart_loads_as_a_fresh_build(vault, tmp_path):
     assert not v.save_graph(apart=True)  # nothing changed since
     v.close()
     v = Vault(_config(vault, state))
-    assert v._saved_graph is not None
+    assert v.ingest.saved_graph is not None
     v.reconcile()
     assert _picture(v.graph) == _fresh(vault, state, tmp_path)
     v.close()

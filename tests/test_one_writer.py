@@ -47,7 +47,7 @@ def test_a_second_vaultd_on_the_vault_indexes_but_never_writes(tmp_path):
         v.close()
     try:  # the writer stopped: the other one takes over, reading what the first did
         w.split_undo(op)
-        assert w._kept_whole == {"notes/Big.md": op}
+        assert w.splits.kept_whole == {"notes/Big.md": op}
         assert w.status()["writer"]
     finally:
         w.close()
@@ -73,7 +73,7 @@ def test_the_journal_lives_in_the_vault_and_outlives_the_state_folder(tmp_path):
         v.reconcile()
         assert [e["op"] for e in v.split_history()["history"]] == [first, second]
         v.split_undo(second)  # an older split can still be undone
-        assert v._kept_whole == {"notes/Big.md": second}
+        assert v.splits.kept_whole == {"notes/Big.md": second}
         v.state.grew("notes/Big.md", 10)  # grown while watched: auto mode would split it...
         msgspec.structs.replace(v.config.split, mode="auto")
         assert v.auto_split() == []  # ...but the undo, read from the vault, keeps it whole
@@ -108,7 +108,7 @@ def test_a_split_never_writes_over_a_file_someone_else_created(tmp_path):
     v = _vault(tmp_path, {"notes/Big.md": _big_md()}, quiet=0)
     try:
         before = _tree(v.root)
-        plan = v._split_plan("notes/Big.md")
+        plan = v.splits.plan("notes/Big.md")
         theirs = v.root / plan.parts[-1]
         theirs.write_text("someone else's note\n")
         with pytest.raises(journal.SplitError, match="nothing was split"):

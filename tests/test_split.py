@@ -475,12 +475,12 @@ def test_read_only_files_are_never_split(tmp_path):
         before = _tree(v.root)
         os.chmod(v.root / "notes/Other.md", 0o444)  # a note the split would rewrite
         assert v.auto_split() == []
-        assert "read-only" in v._split_skip["notes/Big.md"][1]
+        assert "read-only" in v.splits.skipped["notes/Big.md"][1]
         cands = v.split_candidates()
         assert not cands["over"] and "notes/Other.md is read-only" in cands["cannot"][0]["why"], "not offered"
         os.chmod(v.root / "notes/Other.md", 0o644)
         os.chmod(v.root / "notes", 0o555)  # no new parts can go here
-        v._split_skip.clear()
+        v.splits.skipped.clear()
         assert v.auto_split() == []
         os.chmod(v.root / "notes", 0o755)
         assert _tree(v.root) == before

@@ -575,7 +575,7 @@ class Operations:
         first index is being built, saying so (`indexing`, `progress`)."""
         v = self.vault
         res = TABLE[req.__struct_config__.tag].method(self, req)
-        show = shown(v._root, req.paths)
+        show = shown(str(v.root), req.paths)
         if show is not None and not isinstance(req, Context):  # context shows its own (it counts them)
             res = show_paths(res, show)
         if v.indexing:
@@ -594,7 +594,7 @@ class Operations:
         """Whether the daemon answers, its version and its vault (`vaults`: every vault it serves)."""
         every = self.every.served if self.every else (self,)
         return {"pong": True, "version": __version__, "vault": str(self.vault.root),
-                "vaults": [o.vault._root for o in every]}
+                "vaults": [str(o.vault.root) for o in every]}
 
     @replies(StatusReply)
     def status(self, req: Status) -> dict:
@@ -659,7 +659,7 @@ class Operations:
         the query's weighed words (`[context] min_evidence`): nothing when none does. Whole lines only, each
         item with its path and line range; comments and image-only lines elided, and marked so."""
         v = self.vault
-        show = shown(v._root, req.paths)
+        show = shown(str(v.root), req.paths)
         return self._waited(req.after_generation,
                             lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show, with_hot=req.hot,
                                               explain=req.explain))
@@ -857,18 +857,18 @@ class Vaults:
                 os.path.join(here, want) if here else None  # a bare word: a folder under the asker's
             real = _real(path) if path else None
             for o in self.served:
-                if real == o.vault._root:
+                if real == str(o.vault.root):
                     return o
             for name, c in list(self.waiting.items()):
                 if want == name or real == c.vault:
                     raise VaultMissing(name, c.vault)
-            raise UnknownVault(req.vault, [(o.name, o.vault._root) for o in self.served]
+            raise UnknownVault(req.vault, [(o.name, str(o.vault.root)) for o in self.served]
                                + [(n, c.vault) for n, c in list(self.waiting.items())])
         if len(self.served) > 1:  # the vault of the note named by its absolute path, else of the asker's folder
             for val in (getattr(req, "note", None), getattr(req, "from_", None), here):
                 if isinstance(val, str) and os.path.isabs(val) and (real := _real(val)):
                     for o in self.served:
-                        if real == o.vault._root or real.startswith(o.vault._root + os.sep):
+                        if real == str(o.vault.root) or real.startswith(str(o.vault.root) + os.sep):
                             return o
         return self.served[0]
 
@@ -877,7 +877,7 @@ class Vaults:
         vault gave); None for anything else."""
         if not (isinstance(note, str) and os.path.isabs(note) and (real := _real(note))):
             return None
-        return next((o for o in self.served if real.startswith(o.vault._root + os.sep)), None)
+        return next((o for o in self.served if real.startswith(str(o.vault.root) + os.sep)), None)
 
     def _search_all(self, req: Search) -> dict:
         """Every vault's best `limit` hits, merged into one list of `limit` (see `merged`)."""
@@ -962,7 +962,7 @@ def _page_fields(total: int, offset: int, shown: int) -> dict:
 
 def _each(answers: list, *keys: str) -> list[dict]:
     """Each vault of a merged answer: name, folder (`vault`), `keys` of its answer, generation."""
-    return [{"name": o.name, "vault": o.vault._root, **{k: r[k] for k in keys}, "generation": r["generation"]}
+    return [{"name": o.name, "vault": str(o.vault.root), **{k: r[k] for k in keys}, "generation": r["generation"]}
             for o, r in answers]
 
 

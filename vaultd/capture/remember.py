@@ -1,7 +1,7 @@
 """The Vault's `remember`: an agent's entry appended to the day's capture note (or, by a
 `[[capture.route]]` rule, under a heading of a note of the user's), unless the vault already
-holds it, through the split journal. Part of the Vault (see vault.py); what an entry and a
-capture note look like, and the rules that compare entries, are entry.py's.
+holds it, through the split journal. The Vault's capture job (see vault.py); what an entry
+and a capture note look like, and the rules that compare entries, are entry.py's.
 
 Off unless `[capture] folder` names a folder. Then, for each entry, in one go under the
 vault's write lock:
@@ -38,6 +38,7 @@ import re
 import stat
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import Route, real_capture_folder
 from ..errors import CaptureOff, ConfigError, QueryError, StillIndexing
@@ -49,6 +50,11 @@ from ..store.journal import Raced, SplitError
 from ..store.state import changed_ns
 from . import entry as capture
 from . import journal
+
+if TYPE_CHECKING:
+    from ..query.search import Searcher
+    from ..store.vault_state import VaultState
+    from ..store.writer import Writer
 
 logger = logging.getLogger("vaultd.capture")
 
@@ -104,8 +110,14 @@ class Target:
     route: bool
 
 
-class Capture:
-    """The Vault's `remember`."""
+class Capturer:
+    """The Vault's `remember`: it finds what the vault holds by the search job, and writes
+    through the Vault's one writer."""
+
+    def __init__(self, core: VaultState, searcher: Searcher, writer: Writer):
+        self.core = core
+        self.searcher = searcher
+        self.writer = writer
 
     def remember(self, text: str, tags: list[str], source: str | None = None, session: str | None = None,
                  force: bool = False) -> dict:
@@ -114,26 +126,27 @@ class Capture:
         same); an entry that changes a value of one supersedes it. Raises QueryError
         (nothing written): capture off, a bad entry, a bad capture folder or note, not the
         writer."""
-        cfg = self.config.capture
+        core = self.core
+        cfg = core.config.capture
         if not cfg.folder:
             raise CaptureOff(OFF)
         try:
             text, tags = capture.check(text, tags, source, session)
         except capture.BadEntry as e:
             raise QueryError(f"remember: {e}; nothing was written") from None
-        if self.indexing:  # what the vault holds is not known yet
-            raise StillIndexing(self._progress_words())
+        if core.indexing:  # what the vault holds is not known yet
+            raise StillIndexing(core.progress_words())
         source = source or "unknown"
-        with self._split_lock:
+        with self.writer.lock:
             repeat, change = self._compare(text, capture.keywords(text))
             if repeat is not None and not force:
-                if repeat.entry is None or not self._may_write():
+                if repeat.entry is None or not self.writer.may_write():
                     return {"written": False, **repeat.answer(), "op": None, "created": False, "seen": None,
-                            "supersedes": None, "generation": self.generation}
+                            "supersedes": None, "generation": core.generation}
                 return self._strengthen(repeat, source)
             now = dt.datetime.now().astimezone()
             try:
-                self._writing()
+                self.writer.check()
                 target = self._target(text, tags, now)
                 res = self._put_entry(target, text, tags, source, session, now, change)
             except (SplitError, OSError) as e:
@@ -152,13 +165,13 @@ class Capture:
         q = capture.query(text)
         if not words or not q:
             return None, None
-        cap = self.config.index.max_file_mb << 20
+        cap = self.core.config.index.max_file_mb << 20
         repeat: Found | None = None
         change: Found | None = None
-        for hit in self.search(q, CANDIDATES, "all", False)["hits"]:
+        for hit in self.searcher.search(q, CANDIDATES, "all", False)["hits"]:
             path = hit["path"]
             try:
-                data, _ = read_head(self._root, path, cap)
+                data, _ = read_head(self.core.root_str, path, cap)
             except OSError:
                 continue
             note, _ = parse_lines(path, data, max_bytes=cap)
@@ -193,8 +206,8 @@ class Capture:
     def _capture_owns(self, path: str) -> bool:
         """Whether entries in `path` are this capture's to mark: a capture note, or a routed
         note."""
-        folder = self.config.capture.folder
-        return path.startswith(folder + "/") or any(r.note == path for r in self.config.capture.route)
+        folder = self.core.config.capture.folder
+        return path.startswith(folder + "/") or any(r.note == path for r in self.core.config.capture.route)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -202,21 +215,21 @@ class Capture:
         """Count the entry `found` once more (entry.mark_seen), through the journal."""
         now = dt.datetime.now().astimezone()
         try:
-            self._writing()
+            self.writer.check()
             marked = "\n".join(capture.mark_seen(found.entry, now)).encode()
             rw = journal.Rewrite(found.path, found.data, [(found.offset, found.old, marked)])
             user = self._user_changes([found.path])
             about = {"heading": found.heading, "words": _first_words(found.entry.text), "what": "strengthened",
                      "source": source}
-            done = journal.edit(self.root, self.journal, found.path, [rw], about)
+            done = journal.edit(self.core.root, self.writer.journal, found.path, [rw], about)
         except (SplitError, OSError, ValueError) as e:
             raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) from None
-        self._wrote([found.path], user)
+        self.writer.wrote([found.path], user)
         seen = found.entry.seen + 1
         logger.info("remembered again (%d times) %s:%d (undo: vaultq split --undo %s)", seen, found.path, found.first,
                     done["op"])
         return {"written": False, **found.answer(), "last": found.first + marked.count(b"\n"), "op": done["op"],
-                "created": False, "seen": seen, "supersedes": None, "generation": self.generation}
+                "created": False, "seen": seen, "supersedes": None, "generation": self.core.generation}
 
     def _put_entry(self, t: Target, text: str, tags: list[str], source: str, session: str | None, now: dt.datetime,
                change: Found | None) -> dict:
@@ -261,27 +274,28 @@ class Capture:
                 if here is None:
                     rewrites.insert(0, here := journal.Rewrite(t.path, t.before))
                 here.edits.append((t.at, b"", new))
-                done = journal.edit(self.root, self.journal, t.path, rewrites, about)
+                done = journal.edit(self.core.root, self.writer.journal, t.path, rewrites, about)
             else:
-                done = journal.append(self.root, self.journal, t.path, new, None if t.head else len(t.before), t.head,
-                                      t.mode, t.made, rewrites, about)
+                done = journal.append(self.core.root, self.writer.journal, t.path, new,
+                                      None if t.head else len(t.before), t.head, t.mode, t.made, rewrites, about)
         except ValueError as e:
             raise SplitError(str(e)) from None
-        self._wrote(paths, user)
+        self.writer.wrote(paths, user)
         return {"written": True, "path": t.path, "first": first, "last": last, "heading": head, "overlap": None,
                 "op": done["op"], "created": t.head is not None, "seen": None,
                 "supersedes": None if change is None else {"path": change.path, "first": cfirst, "last": clast,
                                                            "heading": change.heading, "value": change.changed},
-                "generation": self.generation}
+                "generation": self.core.generation}
 
     def _user_changes(self, paths: list[str]) -> dict[str, int]:
         """When the user last changed each of `paths` (so vaultd's writes are not taken for
         the user's)."""
-        return {p: changed_ns(self.state.state, p, n.mtime_ns, n.size) for p in paths if (n := self.notes.get(p))}
+        state, notes = self.core.state.state, self.core.notes
+        return {p: changed_ns(state, p, n.mtime_ns, n.size) for p in paths if (n := notes.get(p))}
 
     def _target(self, text: str, tags: list[str], now: dt.datetime) -> Target:
         """Where the entry goes: the first route that matches it, else the day's capture note."""
-        for r in self.config.capture.route:
+        for r in self.core.config.capture.route:
             if _matches(r, text, tags):
                 return self._route_target(r)
         return self._capture_plan(now)
@@ -292,14 +306,14 @@ class Capture:
         is missing or not a regular file, or too big to read whole."""
         rel = r.note
         try:
-            st = os.lstat(self.root / rel)
+            st = os.lstat(self.core.root / rel)
         except FileNotFoundError:
             raise SplitError(f"capture.route: {rel} does not exist: create it (remember puts entries into a "
                              "note, never makes one elsewhere than the capture folder)") from None
         if not stat.S_ISREG(st.st_mode):
             raise SplitError(f"capture.route: {rel} is not a regular file")
-        cap = self.config.index.max_file_mb << 20
-        before, size = read_head(self._root, rel, cap)
+        cap = self.core.config.index.max_file_mb << 20
+        before, size = read_head(self.core.root_str, rel, cap)
         if size > len(before):
             raise SplitError(f"{rel} is over the size cap (index.max_file_mb): remember does not write into it")
         note, _ = parse_lines(rel, before, max_bytes=cap)
@@ -331,26 +345,27 @@ class Capture:
         (else None), the mode a note made gets (as readable as the vault's folder is), and
         the folders made for it. SplitError when today's note is not a regular file, or too
         big to read."""
-        cfg = self.config.capture
+        core = self.core
+        cfg = core.config.capture
         folder, made = self._capture_folder()
         day = now.date()
         pattern = capture.name_pattern(day, cfg.format)
-        names = sorted(n for n in os.listdir(self.root / folder) if pattern.fullmatch(n))
-        mode = stat.S_IMODE(os.stat(self.root).st_mode) & 0o666 | 0o600
+        names = sorted(n for n in os.listdir(core.root / folder) if pattern.fullmatch(n))
+        mode = stat.S_IMODE(os.stat(core.root).st_mode) & 0o666 | 0o600
         if not names:
-            taken = {n.id for n in self.notes.values() if n.id}
+            taken = {n.id for n in core.notes.values() if n.id}
             ident = _fresh_ids(taken, 1)[0]
             rel = posixpath.join(folder, capture.file_name(ident, day, cfg.format))
             head = (capture.front_matter(cfg.format, ident, now) + "\n").encode()
             return Target(rel, b"", head, 0, b"", 1, set(), cfg.format, made, mode, False)
         rel = posixpath.join(folder, names[0])
-        st = os.lstat(self.root / rel)
+        st = os.lstat(core.root / rel)
         if not stat.S_ISREG(st.st_mode):
             what = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise SplitError(f"today's capture note {self.root / rel} is {what}: remember writes only regular "
+            raise SplitError(f"today's capture note {core.root / rel} is {what}: remember writes only regular "
                              "files (move it away); nothing was written")
-        cap = self.config.index.max_file_mb << 20
-        before, size = read_head(self._root, rel, cap)  # a regular file of the vault, or OSError
+        cap = core.config.index.max_file_mb << 20
+        before, size = read_head(core.root_str, rel, cap)  # a regular file of the vault, or OSError
         if size > len(before):
             raise SplitError(f"{rel} is over the size cap (index.max_file_mb): vaultd reads only its first "
                              f"{cap >> 20} MB, and appending from those would lose the rest")
@@ -363,21 +378,22 @@ class Capture:
         """The capture folder as the vault path it really is, checked anew (see
         config.real_capture_folder), made when missing with the vault folder's mode; and the
         folders made. SplitError when it is not a folder the capture may write in."""
-        cfg = self.config
+        core = self.core
+        cfg = core.config
         try:
-            folder = real_capture_folder(self.root, cfg.capture.folder, cfg.watch.ignore_dirs)
+            folder = real_capture_folder(core.root, cfg.capture.folder, cfg.watch.ignore_dirs)
         except ConfigError as e:
             raise SplitError(str(e)) from None
-        mode = stat.S_IMODE(os.stat(self.root).st_mode)
-        made, path = [], self.root
+        mode = stat.S_IMODE(os.stat(core.root).st_mode)
+        made, path = [], core.root
         for part in folder.split("/"):
             path = path / part
             if not os.path.lexists(path):
                 os.mkdir(path, mode)
                 os.chmod(path, mode)  # as the vault's folder, whatever the umask
-                made.append(path.relative_to(self.root).as_posix())
+                made.append(path.relative_to(core.root).as_posix())
         try:  # checked again once made: nothing may have swapped a part for a symlink meanwhile
-            if real_capture_folder(self.root, folder, cfg.watch.ignore_dirs) != folder:
+            if real_capture_folder(core.root, folder, cfg.watch.ignore_dirs) != folder:
                 raise ConfigError(f"capture.folder {cfg.capture.folder!r} changed while remembering")
         except ConfigError as e:
             raise SplitError(str(e)) from None

@@ -1,6 +1,6 @@
 """Changes into the index: reconcile (a stat scan of the vault), apply (one batch of changed
 paths, read and parsed, committed at once), and the change log behind `changes --since`.
-Part of the Vault (see vault.py)."""
+The Vault's ingest job (see vault.py), over the state its jobs share (store/vault_state.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..errors import VaultError
 from ..memory import release_freed_memory
@@ -22,8 +23,12 @@ from ..query.analysis import terms
 from ..store import graph_file
 from ..store.graph import Graph
 from ..store.index import path_key
-from ..store.state import as_written
+from .filters import NoteFilter
 from .workers import parse_many, workers_for
+
+if TYPE_CHECKING:
+    from ..query.embedder import Embedder
+    from ..store.vault_state import VaultState
 
 logger = logging.getLogger("vaultd.vault")
 
@@ -105,46 +110,83 @@ seconds in a later commit: a move (its state follows it; `changes` says moved)."
 
 
 class Ingest:
-    """The Vault's ingest: reconcile, apply, the change log."""
+    """The Vault's ingest: reconcile, apply, the change log; the link graph's build, load and
+    save. The one job that changes the note table, the graph and the generation."""
+
+    def __init__(self, core: VaultState, semantic: Embedder | None = None):
+        self.core = core
+        self.semantic = semantic
+        """Told of each commit's notes (their vectors catch up in the background), when on."""
+        self.accept = NoteFilter(core.config.watch.extensions, core.config.watch.ignore_dirs)
+        """What is a note of this vault (see ingest/filters.py)."""
+        self.graph_path = core.state_dir / graph_file.FILE_NAME
+        self.saved_graph = self._load_graph()
+        """The graph and note table saved beside the index, when that file is of this index's
+        last commit: its notes are the table, its graph is read before the first reconcile."""
+        core.notes = self.saved_graph.notes if self.saved_graph else core.index.load_notes()
+        core.by_key = self.saved_graph.by_key() if self.saved_graph else \
+            {path_key(p): n for p, n in core.notes.items()}
+        core.first_index = not core.notes
+        self.graph_saved: int | None = None
+        """The generation the saved graph is of (None: it is not saved)."""
+        self._graph_save_at = 0.0  # monotonic time before which no background save starts
+        self._graph_saver: threading.Thread | None = None
+        self._graph_save_lock = threading.Lock()
+        self.apply_lock = threading.Lock()
+        """Held while a batch is applied, and while the graph is built, read or copied to save."""
+        self.parsed = 0
+        """Files read and parsed since start (restarts re-parse only what changed)."""
+        self.in_flight = 0
+        """Paths of the batch being applied now (part of `pending`)."""
+        self.watchers: list[Callable[[dict[str, Note], list[Note], dict[str, Note]], None]] = []
+        """Told of each commit, under the apply lock: watcher(the note table before, the notes
+        upserted, the notes deleted) (splits: which notes grew, which hubs were saved over)."""
+        self._log: list[tuple[int, str, str, str | None]] = []
+        """(generation, added|changed|deleted|moved, path, old path): what each commit did."""
+        self._log_start = core.generation
+        self._gone_lately: dict[str, tuple[float, Note]] = {}
+        """Notes deleted in the last MOVE_S seconds, by path: a note that appears in a later
+        commit with the same identifier or bytes moved (see _record)."""
 
     def reconcile(self, progress: Progress | None = None, graph: bool = True) -> tuple[int, int]:
         """Bring the index in line with the vault by a stat scan, then build the link graph
         if there is none yet (unless `graph` is False). A graph saved beside the index is read
         first (in well under a second: its tables are decoded as asked for), and the scan's
         changes applied to it as to any. Returns (upserted, deleted)."""
-        self.progress = (0, None)
-        if graph and self.graph is None and self._saved_graph is not None and not self.stopping.is_set():
+        core = self.core
+        core.progress = (0, None)
+        if graph and core.graph is None and self.saved_graph is not None and not core.stopping.is_set():
             self._read_saved_graph()
-        on_disk = dict(self.accept.walk(self.root))
-        if not self.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
-            raise VaultError(f"the vault folder {self.root} is missing: no rescan empties the index meanwhile")
+        on_disk = dict(self.accept.walk(core.root))
+        if not core.root.is_dir():  # deleted or moved away, before or during the walk: not every note deleted
+            raise VaultError(f"the vault folder {core.root} is missing: no rescan empties the index meanwhile")
         changed = [
             rel
             for rel, st in on_disk.items()
-            if (n := self.notes.get(rel)) is None or not _same_stat(n, st)
+            if (n := core.notes.get(rel)) is None or not _same_stat(n, st)
         ]
-        gone = [rel for rel in self.notes if rel not in on_disk]
+        gone = [rel for rel in core.notes if rel not in on_disk]
         logger.info("reconcile: %d notes on disk, %d to parse, %d to delete", len(on_disk), len(changed), len(gone))
         result = self.apply(changed + gone, progress=progress)
-        self.reconciled = True
-        if graph and self.graph is None and not self.stopping.is_set():
-            with self._apply_lock:
+        core.reconciled = True
+        if graph and core.graph is None and not core.stopping.is_set():
+            with self.apply_lock:
                 t = time.perf_counter()
                 try:
-                    self.graph = Graph(self.notes, terms, stop=self.stopping.is_set)
+                    core.graph = Graph(core.notes, terms, stop=core.stopping.is_set)
                 except InterruptedError:
                     raise Stopped("before the link graph was built") from None
                 release_freed_memory()
-                self._graph_ready.set()
+                core.graph_ready.set()
                 self._graph_save_at = 0.0  # saved at once (see save_graph_soon): a build is what a save spares
-                logger.info("link graph: %d links resolved in %.2f s", self.graph.count()[0], time.perf_counter() - t)
+                logger.info("link graph: %d links resolved in %.2f s", core.graph.count()[0], time.perf_counter() - t)
         return result
 
     def _load_graph(self) -> graph_file.Saved | None:
         """The link graph and note table saved beside the index, when the file is of this
         vault and of the index as last committed, and reads whole; else None (see graph_file)."""
         try:
-            stamp = graph_file.stamp_of(self.root, self.index, terms)
+            stamp = graph_file.stamp_of(self.core.root, self.core.index, terms)
         except (OSError, ValueError, LookupError) as e:
             logger.warning("index commit unknown (%s): the link graph is built anew", e)
             return None
@@ -153,14 +195,15 @@ class Ingest:
     def _read_saved_graph(self) -> None:
         """The saved graph read, and brought up to date with the notes that changed since
         it was saved (when the note table changed meanwhile)."""
-        with self._apply_lock:
-            saved, self._saved_graph = self._saved_graph, None
-            if saved is None or self.graph is not None:
+        core = self.core
+        with self.apply_lock:
+            saved, self.saved_graph = self.saved_graph, None
+            if saved is None or core.graph is not None:
                 return
             g = saved.graph(terms)
             if g is None:
                 return
-            before, now = saved.notes, self.notes
+            before, now = saved.notes, core.notes
             del saved
             if now is not before:
                 changed = [p for p, n in now.items() if before.get(p) is not n]
@@ -169,16 +212,17 @@ class Ingest:
                 logger.info("link graph: %d notes changed and %d deleted since it was saved", len(changed),
                             len(removed))
             else:
-                self._graph_saved = self.generation  # as saved
-            self.graph = g
+                self.graph_saved = core.generation  # as saved
+            core.graph = g
             release_freed_memory()
-            self._graph_ready.set()
+            core.graph_ready.set()
 
     def save_graph_soon(self) -> None:
         """Called by the indexer twice a second: when the link graph changed since it was
         saved, save it in a background thread (at most once every GRAPH_SAVE_EVERY seconds),
         so a restart after a crash loads it too."""
-        if self.graph is None or self._graph_saved == self.generation or time.monotonic() < self._graph_save_at:
+        core = self.core
+        if core.graph is None or self.graph_saved == core.generation or time.monotonic() < self._graph_save_at:
             return
         if self._graph_saver is not None and self._graph_saver.is_alive():
             return
@@ -193,13 +237,14 @@ class Ingest:
         process (see _apart), as the daemon does while it runs: done in the daemon, a save
         left part of what it made and freed in its memory (Python's arenas, each kept by a
         few objects still alive in it), 100 MB a save at 100,000 notes, 20 MB at 10,000."""
+        core = self.core
         with self._graph_save_lock:  # one save at a time, each of a later commit than the last
-            with self._apply_lock:  # no commit between the snapshot and the stamp
-                if self.graph is None or self._graph_saved == self.generation:
+            with self.apply_lock:  # no commit between the snapshot and the stamp
+                if core.graph is None or self.graph_saved == core.generation:
                     return False
-                snap, generation = self.graph.snapshot(), self.generation
+                snap, generation = core.graph.snapshot(), core.generation
                 try:
-                    stamp = graph_file.stamp_of(self.root, self.index, terms)
+                    stamp = graph_file.stamp_of(core.root, core.index, terms)
                 except (OSError, ValueError, LookupError) as e:
                     logger.warning("link graph not saved: index commit unknown (%s)", e)
                     return False
@@ -211,7 +256,7 @@ class Ingest:
                 logger.warning("link graph not saved to %s (%s: %s): the next start builds it anew", self.graph_path,
                                type(e).__name__, e)
                 return False
-            self._graph_saved = generation
+            self.graph_saved = generation
             n = len(snap.notes)
             del snap
             if not apart:
@@ -226,7 +271,7 @@ class Ingest:
         reported changed (by the watcher), so they are read even when their size and mtime
         are as indexed (coarse timestamps, two saves in one tick), and their hash decides."""
         paths = list(dict.fromkeys(paths))
-        with self._apply_lock:
+        with self.apply_lock:
             self.in_flight = len(paths)
             try:
                 return self._apply(paths, progress, reread)
@@ -234,14 +279,15 @@ class Ingest:
                 self.in_flight = 0
 
     def _apply(self, paths: list[str], progress: Progress | None, reread: bool = False) -> tuple[int, int]:
+        core = self.core
         files: dict[str, os.stat_result | None] = {}
         for rel in paths:
             if rel.endswith("/"):
                 folder = rel.rstrip("/")
                 prefix = folder + "/"
-                files.update({p: None for p in self.notes if p.startswith(prefix)})
-                if os.path.isdir(self.root / folder) and not os.path.islink(self.root / folder):
-                    files.update(self.accept.walk(self.root, folder))
+                files.update({p: None for p in core.notes if p.startswith(prefix)})
+                if os.path.isdir(core.root / folder) and not os.path.islink(core.root / folder):
+                    files.update(self.accept.walk(core.root, folder))
             elif rel not in files:
                 files[rel] = None
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
@@ -251,72 +297,74 @@ class Ingest:
         for rel, st in files.items():
             st = self._stat(rel, st, rel in reported)
             if st is None:
-                self.unreadable.pop(rel, None)
-                if rel in self.notes:
+                core.unreadable.pop(rel, None)
+                if rel in core.notes:
                     deletes.append(rel)
             elif st is not False:
                 to_parse.append((rel, st.st_mtime_ns, st.st_size, st.st_ctime_ns))
-        parsed = parse_many(str(self.root), to_parse, self.config.index.max_file_mb << 20,
-                            workers_for(self.config.index.workers))
-        self.progress = (len(files) - len(to_parse), len(files))
-        with self.index.batch() as batch:
+        parsed = parse_many(str(core.root), to_parse, core.config.index.max_file_mb << 20,
+                            workers_for(core.config.index.workers))
+        core.progress = (len(files) - len(to_parse), len(files))
+        with core.index.batch() as batch:
             for rel in deletes:
                 batch.delete(rel)
             for done, (rel, note, doc) in enumerate(parsed, len(files) - len(to_parse) + 1):
-                if self.stopping.is_set():
+                if core.stopping.is_set():
                     raise Stopped(f"after {done - 1} of {len(files)} files; nothing of this batch was committed")
-                self.progress = (done, len(files))
+                core.progress = (done, len(files))
                 if progress:
                     progress(done, len(files))
                 if note is None:
-                    if rel in self.notes:
+                    if rel in core.notes:
                         deletes.append(rel)
                         batch.delete(rel)
                     if isinstance(doc, str):  # listed by `problems` until it can be read or is gone
-                        self.unreadable[rel] = doc.replace(f" {rel}:", ":", 1)
+                        core.unreadable[rel] = doc.replace(f" {rel}:", ":", 1)
                     continue
-                self.unreadable.pop(rel, None)
+                core.unreadable.pop(rel, None)
                 self.parsed += 1
-                old = self.notes.get(rel)
+                old = core.notes.get(rel)
                 if old is not None and (old.hash, old.mtime_ns, old.size, old.ctime_ns) == \
                         (note.hash, note.mtime_ns, note.size, note.ctime_ns):
                     continue  # read again, and the same bytes (a new ctime alone is kept, not to read it again)
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
-                batch.add(note, doc, new=rel not in self.notes)
+                batch.add(note, doc, new=rel not in core.notes)
                 upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
                 batch.delete(rel)
         if not upserts and not deletes:
             return 0, 0
-        old_notes = self.notes
+        old_notes = core.notes
         notes = dict(old_notes)
         gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
-        by_key = dict(self._by_key)
+        by_key = dict(core.by_key)
         for rel in gone:
             by_key.pop(path_key(rel), None)
         for note in upserts:
             notes[note.path] = note
             by_key[path_key(note.path)] = note
-        self.notes, self._by_key = notes, by_key
-        if self.graph is not None:
-            self.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
-        self.generation += 1
+        core.notes, core.by_key = notes, by_key
+        if core.graph is not None:
+            core.graph.update(notes, changed=[n.path for n in upserts], removed=gone)
+        core.generation += 1
         if self.semantic is not None:  # after the commit: its vectors catch up in the background
             self.semantic.changed([*(n.path for n in upserts), *gone])
         release_freed_memory()
         graph_file.release_pages()  # what queries read of the saved graph since: read again when asked for
-        self._record(self.generation, old_notes, upserts, gone)
-        self._watch_growth(old_notes, upserts, gone)
-        logger.info("commit %d: %d upserted, %d deleted", self.generation, len(upserts), len(deletes))
+        self._record(core.generation, old_notes, upserts, gone)
+        for watcher in self.watchers:
+            watcher(old_notes, upserts, gone)
+        logger.info("commit %d: %d upserted, %d deleted", core.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
 
     def _record(self, g: int, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
+        core = self.core
         moves = _moves(gone, upserts)
         now = time.monotonic()
         lately = self._gone_lately = {p: (t, n) for p, (t, n) in self._gone_lately.items()
-                                      if now - t < MOVE_S and p not in self.notes}
+                                      if now - t < MOVE_S and p not in core.notes}
         if lately:  # the two ends of a move, committed apart (watchdog's may come seconds apart under load)
             arrived = [n for n in upserts if n.path not in old and n.path not in moves.values()]
             moves |= _moves({p: n for p, (_, n) in lately.items()}, arrived) if arrived else {}
@@ -326,7 +374,7 @@ class Ingest:
         log = self._log
         for o, n in moves.items():
             logger.info("moved: %s -> %s", o, n)
-            self.state.moved(o, n)
+            core.state.moved(o, n)
             log.append((g, "moved", n, o))
         arrived = set(moves.values())
         log += [(g, "changed" if n.path in old else "added", n.path, None) for n in upserts if n.path not in arrived]
@@ -334,38 +382,17 @@ class Ingest:
         if len(log) > LOG_MAX:
             del log[: len(log) - LOG_MAX]
             self._log_start = log[0][0] - 1
-        self.state.set_generation(g)
-
-    def _watch_growth(self, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
-        """Note which notes grew past the split threshold (auto mode splits those), which
-        hubs the user saved over, and which files are no longer as vaultd wrote them."""
-        threshold = self.config.split.threshold
-        st = self.state
-        for n in upserts:
-            p = n.path
-            if as_written(st.state, p, n.mtime_ns, n.size):
-                continue  # vaultd's own write
-            if p in st.state.written:  # it was vaultd's; the user's since
-                st.wrote(p, None)
-            if p in self._done:
-                self._stale.add(p)
-            o = old.get(p)
-            if n.size <= threshold:
-                st.grew(p, None)
-            elif o is not None and o.size <= threshold and p not in st.state.grown:
-                st.grew(p, o.size)
-        for p in gone:
-            st.grew(p, None)
-            st.wrote(p, None)
+        core.state.set_generation(g)
 
     def changes(self, since: int) -> dict:
         """What happened to notes after generation `since`: added, changed, deleted, moved.
         `reset` is true when `since` is older than this daemon remembers (a restart, or
         more than LOG_MAX changes ago), or newer than it has reached (a generation of
         another state folder): then every note counts as changed."""
-        if since < self._log_start or since > self.generation:
-            return {"generation": self.generation, "since": since, "reset": True, "added": [],
-                    "changed": sorted(self.notes), "deleted": [], "moved": []}
+        core = self.core
+        if since < self._log_start or since > core.generation:
+            return {"generation": core.generation, "since": since, "reset": True, "added": [],
+                    "changed": sorted(core.notes), "deleted": [], "moved": []}
         status: dict[str, str] = {}
         origin: dict[str, str] = {}
         for g, kind, path, old in self._log:
@@ -390,26 +417,27 @@ class Ingest:
             if s == "moved" and origin[p] == p:  # moved away and back: at most changed
                 status[p] = "changed"
         by = {k: sorted(p for p, s in status.items() if s == k) for k in ("added", "changed", "deleted")}
-        return {"generation": self.generation, "since": since, "reset": False, **by,
+        return {"generation": core.generation, "since": since, "reset": False, **by,
                 "moved": sorted([origin[p], p] for p, s in status.items() if s == "moved")}
 
     def _moved_away(self, upserts: list[Note], deleting: set[str]) -> list[str]:
         """Old paths of notes that reappear in this batch under a new path (same Denote
         identifier or same bytes) and are gone from disk. watchdog can report the two ends
         of a move half a second apart; this keeps a move in one commit."""
-        new = [n for n in upserts if n.path not in self.notes]
+        core = self.core
+        new = [n for n in upserts if n.path not in core.notes]
         if not new:
             return []
         by_id: dict[str, list[str]] = {}
         by_hash: dict[str, list[str]] = {}
-        for p, n in self.notes.items():
+        for p, n in core.notes.items():
             if n.id:
                 by_id.setdefault(n.id, []).append(p)
             by_hash.setdefault(n.hash, []).append(p)
         out = []
         for n in new:
             for old in by_id.get(n.id, []) + by_hash.get(n.hash, []) if n.id else by_hash.get(n.hash, []):
-                if old not in deleting and old != n.path and not os.path.lexists(self.root / old):
+                if old not in deleting and old != n.path and not os.path.lexists(core.root / old):
                     deleting.add(old)
                     out.append(old)
         return out
@@ -418,12 +446,12 @@ class Ingest:
         """`rel`'s stat when it needs parsing; None when it is gone (or not a note); False when
         unchanged by size and mtime (never with `reread`)."""
         try:
-            st = st or os.lstat(self.root / rel)
+            st = st or os.lstat(self.core.root / rel)
         except OSError:
             return None
         if not stat.S_ISREG(st.st_mode) or not self.accept(rel):
             return None
-        old = self.notes.get(rel)
+        old = self.core.notes.get(rel)
         if not reread and old is not None and _same_stat(old, st):
             logger.debug("unchanged: %s", rel)
             return False

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from ..paths import read_head
 from ..store.vectors import Store
 from . import semantic
 from .context import note_lines, sections
+
+if TYPE_CHECKING:
+    from ..store.vault_state import VaultState
 
 logger = logging.getLogger("vaultd.semantic")
 
@@ -48,9 +52,9 @@ class Embedder:
     every commit's changed and deleted notes (`changed`), it reads them, cuts them into
     sections and embeds them. Searches use whatever vectors there are meanwhile."""
 
-    def __init__(self, vault, cjk: bool = True):
-        self.vault = vault
-        folder = Path(vault.state_dir)
+    def __init__(self, core: VaultState, cjk: bool = True):
+        self.core = core
+        folder = Path(core.state_dir)
         self.models = ["wordllama"] + (["use"] if cjk else [])
         dims = {"wordllama": semantic.WordLlama.dim, "use": semantic.MultilingualUSE.dim}
         self.stores = {m: Store(semantic.model_id(m), dims[m], folder / f"vectors-{m}.bin") for m in self.models}
@@ -73,7 +77,7 @@ class Embedder:
         self._thread.start()
 
     def _load(self) -> None:
-        notes = self.vault.notes
+        notes = self.core.notes
         for s in self.stores.values():
             s.load()
             gone = [p for p in s.notes if p not in notes]
@@ -176,16 +180,16 @@ class Embedder:
         release_freed_memory()
 
     def _embed(self, batch: list[str]) -> None:
-        v = self.vault
-        cap = v.config.index.max_file_mb << 20
+        core = self.core
+        cap = core.config.index.max_file_mb << 20
         texts: dict[str, list[tuple[int, str]]] = {}
         hashes = {}
         for p in batch:
-            note = v.notes.get(p)
+            note = core.notes.get(p)
             if note is None:
                 continue
             try:
-                text = decode(read_head(v._root, p, cap)[0])[0]
+                text = decode(read_head(core.root_str, p, cap)[0])[0]
             except OSError:  # gone meanwhile: the commit that says so comes
                 continue
             lines, start = note_lines(text, p)

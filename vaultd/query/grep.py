@@ -1,5 +1,5 @@
 """grep: every line of every note that holds the words, each occurrence with its line and
-columns, read from the files themselves. Part of the Vault (see vault.py).
+columns, read from the files themselves. The Vault's grep job (see vault.py).
 
 The rules, as `rg -i -F` has them for one word (`vaultq grep WORD` gives the lines
 `rg --vimgrep -i WORD` gives on the same notes):
@@ -20,12 +20,16 @@ from __future__ import annotations
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 from functools import lru_cache
 
 from ..errors import QueryError
 from ..parse import BINARY
 from ..paths import cut, open_note
 from .ranking import note_filter
+
+if TYPE_CHECKING:
+    from ..store.vault_state import VaultState
 
 MAX_TEXT = 1000
 """Characters of a matching line given with each row: a longer line is given as the part
@@ -72,8 +76,11 @@ def folded(w: str) -> str:
     return "".join(kin.get(simple_fold(c), re.escape(c)) for c in w)
 
 
-class Grep:
+class Grepper:
     """The Vault's grep."""
+
+    def __init__(self, core: VaultState):
+        self.core = core
 
     def grep(self, q: str, tags: list[str] = (), paths: list[str] = (), after: str | None = None,
              before: str | None = None, case_sensitive: bool = False, word: bool = False,
@@ -101,8 +108,8 @@ class Grep:
         bytes_each = [re.compile((bound[0] + re.escape(w) + bound[1]).encode(), bflags) for w in words] \
             if ascii_q and len(words) > 1 else []
         keep = note_filter(tags, paths, after, before)
-        cap = self.config.index.max_file_mb << 20
-        notes = self.notes  # replaced, never changed in place
+        cap = self.core.config.index.max_file_mb << 20
+        notes = self.core.notes  # replaced, never changed in place
         rows: list[dict] = []
         truncated = False
         for path in sorted(notes):
@@ -110,7 +117,7 @@ class Grep:
             if not keep(n) or n.problems and any(x.startswith(BINARY) for x in n.problems):
                 continue  # (a binary file's "lines" are no lines, as rg has it: see parse.binary)
             try:
-                data = _read(self._root, path, cap)
+                data = _read(self.core.root_str, path, cap)
             except OSError:
                 continue
             if bytes_re is not None and data.isascii():  # bytes all through: offsets are columns
@@ -130,7 +137,7 @@ class Grep:
         files = len({r["path"] for r in rows})
         return {"query": q, "words": words, "total": len(rows), "notes": files, "truncated": truncated,
                 "offset": offset, "more": truncated, "next": offset + len(rows) if truncated else None,
-                "took_ms": round((time.perf_counter() - t0) * 1000, 3), "generation": self.generation,
+                "took_ms": round((time.perf_counter() - t0) * 1000, 3), "generation": self.core.generation,
                 "matches": rows}
 
 

@@ -1,5 +1,5 @@
 """The link graph's queries: find a note by name, resolve a link, backlinks, links, the notes
-around one, broken links, orphans, tags. Part of the Vault (see vault.py)."""
+around one, broken links, orphans, tags. The Vault's links job (see vault.py)."""
 
 from __future__ import annotations
 
@@ -7,29 +7,29 @@ import itertools
 import os
 import posixpath
 from collections import Counter
+from typing import TYPE_CHECKING
 from pathlib import Path
 
-from ..errors import AmbiguousNote, NoLink, NoteNotFound, QueryError, StillIndexing
+from ..errors import AmbiguousNote, NoLink, NoteNotFound, QueryError
 from ..note import Note, headings_of
 from ..parse import decode
 from ..parse.links import links_in
 from ..paths import LINE, read_at, read_lines
-from ..store.graph import Graph, Resolved
+from ..store.graph import Resolved
+
+if TYPE_CHECKING:
+    from ..store.vault_state import VaultState
 
 
 class LinkGraph:
     """The Vault's link graph queries."""
 
-    def _ready_graph(self) -> Graph:
-        if self.indexing:  # not a wait: a first index of a big vault takes minutes
-            raise StillIndexing(self._progress_words())
-        if not self._graph_ready.wait(120):
-            raise QueryError("the link graph is still being built; try again in a moment")
-        return self.graph
+    def __init__(self, core: VaultState):
+        self.core = core
 
     def find_note(self, name: str) -> str:
         """The vault path of the note `name` means; raises NoteNotFound or AmbiguousNote."""
-        found = self._ready_graph().find(name, str(self.root))
+        found = self.core.ready_graph().find(name, self.core.root_str)
         if not found:
             raise NoteNotFound(name)
         if len(found) > 1:
@@ -43,7 +43,7 @@ class LinkGraph:
         1-based character column of it. `source` is the note it is written in (a name or a
         path, one the vault does not hold yet too): relative links, same-folder names and
         `[[#Heading]]` are read from there, else from the vault's top."""
-        g = self._ready_graph()
+        g = self.core.ready_graph()
         src = self._source(source)
         org = src.path.lower().endswith(".org")
         links = links_in(text, org)
@@ -74,12 +74,12 @@ class LinkGraph:
         if source is None:
             return Note(path="", title="")
         try:
-            return self.notes[self.find_note(source)]
+            return self.core.notes[self.find_note(source)]
         except NoteNotFound:
             pass
         rel = source.strip()
         if os.path.isabs(rel):
-            rel = os.path.relpath(os.path.realpath(rel), os.path.realpath(self.root)).replace(os.sep, "/")
+            rel = os.path.relpath(os.path.realpath(rel), os.path.realpath(self.core.root)).replace(os.sep, "/")
         rel = posixpath.normpath(rel)
         if rel == "." or rel.startswith("../") or rel == ".." or rel.startswith("/"):
             raise QueryError(f"from: {source!r} is outside the vault")
@@ -88,26 +88,27 @@ class LinkGraph:
     def backlinks(self, name: str, window: slice = slice(None)) -> dict:
         """The links into a note, those in `window` of them (a page), with `total`: how many in all."""
         path = self.find_note(name)
-        g = self.graph
+        g = self.core.graph
         every = g.backlinks(path)
         items = [dict(path=src, **_link_json(r)) for src, r in every[window]]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)  # only the page's lines read
+        cap = self.core.config.index.max_file_mb << 20
+        _add_context(self.core.root, items, cap, g.notes)  # only the page's lines read
         return {"note": path, "title": g.notes[path].title, "backlinks": items, "total": len(every)}
 
     def links(self, name: str, window: slice = slice(None)) -> dict:
         """The links out of a note, those in `window` of them (a page), with `total`: how many in all."""
         path = self.find_note(name)
-        g = self.graph
+        g = self.core.graph
         every = g.links(path)
         items = [dict(path=path, **_link_json(r)) for r in every[window]]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
+        _add_context(self.core.root, items, self.core.config.index.max_file_mb << 20, g.notes)
         for it in items:
             del it["path"]  # the note's own: `note`
         return {"note": path, "title": g.notes[path].title, "links": items, "total": len(every)}
 
     def neighbourhood(self, name: str, depth: int) -> dict:
         path = self.find_note(name)
-        g = self.graph
+        g = self.core.graph
         nodes, edges = g.neighbours(path, depth)
         return {
             "note": path,
@@ -117,20 +118,20 @@ class LinkGraph:
         }
 
     def broken(self) -> dict:
-        g = self._ready_graph()
+        g = self.core.ready_graph()
         items = [dict(path=src, **_link_json(r)) for src, r in g.broken()]
-        _add_context(self.root, items, self.config.index.max_file_mb << 20, g.notes)
+        _add_context(self.core.root, items, self.core.config.index.max_file_mb << 20, g.notes)
         return {"total": len(items), "broken": items}
 
     def orphans(self) -> dict:
-        g = self._ready_graph()
+        g = self.core.ready_graph()
         return {"orphans": [{"path": p, "title": g.notes[p].title} for p in g.orphans()]}
 
     def tags(self) -> dict:
         """Every tag with its count and the five tags most often beside it (ties: the one met first)."""
         counts: Counter[str] = Counter()
         pairs: Counter[tuple[str, str]] = Counter()  # one update a note, not one a tag: 4x faster
-        for n in self.notes.values():
+        for n in self.core.notes.values():
             counts.update(n.tags)
             # the pairs of a note's first RELATED_OF tags: all of them grow as their square
             # (4,000 tags in one note took 13 s and 2.9 GB)

@@ -1,5 +1,6 @@
 """Search: a query planned (ranking.plan), run against the index, blended with recency,
-tiers and link anchors, and each hit given its best lines. Part of the Vault (see vault.py)."""
+tiers and link anchors, and each hit given its best lines. The Vault's search job (see
+vault.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -22,21 +24,32 @@ from .ranking import Plan, Vocabulary, bigrams, blend, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import cold_test
 
+if TYPE_CHECKING:
+    from ..store.vault_state import VaultState
+    from .embedder import Embedder
+
 
 COVER_MARGIN = 10
 """Candidates whose share of the words is asked for at first, past the `limit` wanted."""
 
 
-class Search:
-    """The Vault's search."""
+class Searcher:
+    """The Vault's search: `rank` (the best notes for a query) and `search` (their hits)."""
 
-    def _vocabulary(self) -> Vocabulary:
+    def __init__(self, core: VaultState, semantic: Embedder | None = None):
+        self.core = core
+        self.semantic = semantic
+        """Semantic recall's section vectors, when `[semantic]` is on (see query/embedder.py)."""
+        self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
+        self._sized: tuple[dict, int] = ({}, 0)  # (the notes, _text_bytes of them)
+
+    def vocabulary(self) -> Vocabulary:
         """The words of the notes' titles (a first H1 that stands for one included: see
         first_h1), aliases and tags, and the Hangul words of their headings, to correct
         typos into: built on the first search that needs it, and again when the notes
         changed, at most once a minute (a second at 100,000 notes; a word it lacks
         meanwhile is only not corrected)."""
-        notes, (built, vocab, at) = self.notes, self._vocab
+        notes, (built, vocab, at) = self.core.notes, self._vocab
         if vocab is None or (built is not notes and time.monotonic() - at > 60):
             vocab = Vocabulary((t for n in notes.values() for t in (n.title, first_h1(n) or "", *n.aliases, *n.tags)),
                                (h.text for n in notes.values() for h in headings_of(n)))
@@ -45,7 +58,7 @@ class Search:
 
     def _text_bytes(self) -> int:
         """The size of every note indexed, summed once per version of the table."""
-        notes = self.notes  # replaced, never changed in place
+        notes = self.core.notes  # replaced, never changed in place
         if self._sized[0] is not notes:
             self._sized = (notes, sum(n.size for n in notes.values()))
         return self._sized[1]
@@ -54,23 +67,24 @@ class Search:
         """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether
         COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
         tiers.min_results; "warm" always leaves it out; "all" searches everything."""
-        cfg = self.config.search
-        p = plan(self.index.schema, self.index.searcher(), q, cfg, self._text_bytes(), self._vocabulary)
+        core = self.core
+        cfg = core.config.search
+        p = plan(core.index.schema, core.index.searcher(), q, cfg, self._text_bytes(), self.vocabulary)
         if p.query is None:
             return 0, [], p, False
-        total, p.estimated, found, cover = self.index.search(p.query, max(limit, cfg.candidates), self._by_key,
+        total, p.estimated, found, cover = core.index.search(p.query, max(limit, cfg.candidates), core.by_key,
                                                              p.units if cfg.coverage_weight else (), p.checks, p.strict)
         indexed = len(found)  # the index's candidates; anchor text may add more
         now = time.time()
-        tiers = self.config.tiers
+        tiers = core.config.tiers
         is_cold = cold_test(tiers)
-        graph = self.graph
+        graph = core.graph
         anchors = graph.anchor_match(p.terms) if graph is not None and p.terms else {}
         if anchors and not p.parsed.constrained:
             # Notes the words do not reach but links to them name that way: found by anchor text alone
             top = max((score for score, _ in found), default=1.0)
             seen = {n.path for _, n in found}
-            notes = self.notes
+            notes = core.notes
             extra = anchors.best(max(limit, 10), 0.5, lambda t: t in seen or t not in notes)
             found += [(top * 0.5 * m, notes[t]) for m, t in extra]
         exact = cfg.exact_title_weight and _name(" ".join(w for w in (*p.parsed.words, *p.parsed.phrases)
@@ -103,7 +117,7 @@ class Search:
             settle(limit)
             # semantic recall re-scores every candidate, each with its share: unless the words
             # rank alone (an English query a candidate holds all of, at matched_weight 0)
-            if self.semantic is not None and (CJK_RUN.search(words) or self.config.semantic.matched_weight
+            if self.semantic is not None and (CJK_RUN.search(words) or core.config.semantic.matched_weight
                                               or max(shares.values(), default=0.0) < 1.0):
                 settle(indexed)
         ranked = sorted(zip(scores, (n for _, n in found)), key=lambda t: (-t[0], t[1].path))
@@ -113,7 +127,7 @@ class Search:
             # the best section's closeness to the words, fused into the top candidates' scores
             # where the words fall short; and when they find few notes, those nearest by their
             # vectors join them
-            scfg = self.config.semantic
+            scfg = core.config.semantic
             # a candidate holds every word (one word found holds it; words not counted, as with
             # coverage_weight 0, are not known to be held)
             matched = bool(ranked) and (max(shares.values()) >= 1.0 if cover is not None else len(p.units) < 2)
@@ -125,7 +139,7 @@ class Search:
                 p.weight = scfg.matched_weight if matched else scfg.weight
             if p.weight or scan:  # neither: the words are trusted alone, and the query is not embedded
                 before = len(ranked)
-                ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, self.notes)
+                ranked, p.parts = sem.rescore(words, ranked, p.weight, scan, core.notes)
                 total += len(ranked) - before  # notes the vector scan added are matches too
         with_cold = scope == "all"
         if not with_cold:
@@ -150,7 +164,8 @@ class Search:
         if not grams and not units:
             return True
         every_unit = (1 << len(units)) - 1
-        for mask in self.index.held([n.path for n in notes], [*units, *map(self.index.bigram, grams)], self._by_key).values():
+        index = self.core.index
+        for mask in index.held([n.path for n in notes], [*units, *map(index.bigram, grams)], self.core.by_key).values():
             held = {g for i, g in enumerate(grams, len(units)) if mask >> i & 1}
             if mask & every_unit == every_unit and all(2 * len(r & held) >= len(r) for r in runs):
                 return True
@@ -160,8 +175,9 @@ class Search:
                explain: bool = False) -> dict:
         """Ranked hits for `q`; each with its best lines unless `snippets` is False (null); with
         `explain`, each with the parts of its score (see _explain)."""
+        core = self.core
         t0 = time.perf_counter()
-        total, ranked, p, with_cold = self.rank(q, limit or self.config.search.limit, scope)
+        total, ranked, p, with_cold = self.rank(q, limit or core.config.search.limit, scope)
         matcher = Matcher(p.words, p.stems, p.parsed.phrases) if snippets else None
         tags = set(p.parsed.tags)
         hits = [
@@ -176,14 +192,14 @@ class Search:
             for score, note in ranked
         ]
         if matcher is not None:
-            hits = current_first(hits, self.notes)
+            hits = current_first(hits, core.notes)
         if explain:
             for h in hits:
                 h["explain"] = self._explain(p, h["path"], h["score"])
         took = round((time.perf_counter() - t0) * 1000, 3)
-        return {"query": q, "vault": str(self.root), "total": total, "total_estimated": p.estimated, "took_ms": took,
+        return {"query": q, "vault": core.root_str, "total": total, "total_estimated": p.estimated, "took_ms": took,
                 "cold": with_cold,
-                "generation": self.generation, "hits": hits}
+                "generation": core.generation, "hits": hits}
 
     def _explain(self, p: Plan, path: str, score: float) -> dict:
         """The parts of a hit's score: `lexical` (BM25 blended with coverage, anchors, recency and
@@ -209,11 +225,11 @@ class Search:
         if not matcher and not marked:
             return []
         try:  # a bare descriptor: a file object costs as much again as the read
-            fd = open_note(self._root, note.path)
+            fd = open_note(self.core.root_str, note.path)
         except OSError:
             return []
         try:  # read(n) allocates n bytes up front: ask for the file's size, capped; a big file's head first
-            cap, size = self.config.index.max_file_mb << 20, os.fstat(fd).st_size
+            cap, size = self.core.config.index.max_file_mb << 20, os.fstat(fd).st_size
             over = size > cap
             size = cap if over else size + 1
             data = os.read(fd, min(size, READ_FIRST))

@@ -1,10 +1,11 @@
 """The working set: read a note, context within a budget, pins, HOT, recent, the list of
-every note. Part of the Vault (see vault.py)."""
+every note. The Vault's working set job (see vault.py)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import QueryError
 from ..note import Note, headings_of
@@ -17,6 +18,11 @@ from . import context as ctx
 from .ranking import bigrams, content_words, note_filter, stem
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
+
+if TYPE_CHECKING:
+    from ..store.vault_state import VaultState
+    from .links import LinkGraph
+    from .search import Searcher
 
 
 class _Pack:
@@ -61,7 +67,13 @@ def _maker(show: Callable[[str], str], note: Note, seen: list[str], hidden: list
 
 
 class WorkingSet:
-    """The Vault's working set."""
+    """The Vault's working set: it finds notes by the links job, and ranks hits by the
+    search job."""
+
+    def __init__(self, core: VaultState, links: LinkGraph, searcher: Searcher):
+        self.core = core
+        self.links = links
+        self.searcher = searcher
 
     def read(self, name: str, lines: tuple[int, int] | None = None, heading: str | None = None,
              agent: bool = False, budget: int | None = None, unit: str = "tokens") -> dict:
@@ -73,10 +85,11 @@ class WorkingSet:
         `next`, the `lines` that ask for the rest, of the section with `heading`), a line
         longer alone than the budget its first characters (`line_cut`).
         A person's read counts towards HOT; an `agent`'s is counted apart."""
-        path = self.find_note(name)
-        note = self.notes[path]
+        core = self.core
+        path = self.links.find_note(name)
+        note = core.notes[path]
         try:
-            data, size = read_head(self._root, path, self.config.index.max_file_mb << 20)
+            data, size = read_head(core.root_str, path, core.config.index.max_file_mb << 20)
         except OSError as e:
             raise QueryError(f"cannot read {path}: {e.strerror}") from None
         truncated = size > len(data)
@@ -97,7 +110,7 @@ class WorkingSet:
                                  f"{last - first + 1} lines" + (" as far as read: the file is over index.max_file_mb"
                                                                 if truncated else "") + ")")
             first, last = max(first, first + a - 1 if heading else a), min(last, (first + b - 1) if heading else b)
-        self.state.touch(path, agent)
+        core.state.touch(path, agent)
         page = {"more": False, "next": None, "line_cut": None}
         if lines is None and heading is None and not truncated:
             # the whole note is its file's text, as it holds it (CRLF line ends, a BOM, the last
@@ -139,19 +152,19 @@ class WorkingSet:
         pack = _Pack(budget, unit)
         if with_hot:
             self._give_hot(pack, q, show)
-        _, ranked, p, _ = self.rank(q, hits, scope)
+        _, ranked, p, _ = self.searcher.rank(q, hits, scope)
         prompt = self._prompt(p)
         if not prompt:
             ranked = []  # nothing the query asks of a vault (small talk, stop words, code no note holds)
         self._give_hits(pack, self._hit_sections(ranked, p), prompt, show, explain)
-        return {"query": q, "budget": budget, "unit": unit, "used": pack.used, "generation": self.generation,
+        return {"query": q, "budget": budget, "unit": unit, "used": pack.used, "generation": self.core.generation,
                 "items": pack.items}
 
     def _lines_of(self, note: Note) -> tuple[list[str], int, list[str], list[bool]]:
         """The note's lines, where its body starts (past hidden lines too), and each line as
         shown and whether it is hidden (context.visible)."""
         try:  # as far as the size cap: what was indexed (a 1 GB note read whole took 42 s and 4.4 GB)
-            text = decode(read_head(self._root, note.path, self.config.index.max_file_mb << 20)[0])[0]
+            text = decode(read_head(self.core.root_str, note.path, self.core.config.index.max_file_mb << 20)[0])[0]
         except OSError:
             return [], 1, [], []
         lines, start = ctx.note_lines(text, note.path)
@@ -163,13 +176,14 @@ class WorkingSet:
     def _give_hot(self, pack: _Pack, q: str, show: Callable[[str], str]) -> None:
         """The HOT notes' first lines into `pack`, the working set first, within a quarter of
         the budget (all of it for a `q` with no words)."""
+        core = self.core
         budget, unit = pack.budget, pack.unit
-        hot_items = hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder)
+        hot_items = hot(core.notes, core.state.state, core.config.tiers, capture=core.config.capture.folder)
         hot_budget = budget // 4 if q.strip() else budget
         for h in hot_items:  # the working set first, within a quarter of the budget
             if pack.used >= hot_budget:
                 break  # no more room: not read
-            note = self.notes[h["path"]]
+            note = core.notes[h["path"]]
             make = _maker(show, note, [""], [False], "hot", ", ".join(h["why"]))
             if pack.used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
                 continue  # not even its header fits (a line only adds to it): not read
@@ -217,7 +231,7 @@ class WorkingSet:
         """Into `pack`: the best section of each hit in `sections` that earns its place, then
         the strong notes' runners-up that earn theirs, while the budget lasts (below)."""
         budget, unit = pack.budget, pack.unit
-        threshold = self.config.context.min_evidence
+        threshold = self.core.config.context.min_evidence
 
         # The best section of each of the top hits that earns its place (context.earned: at most
         # EARNED_NOTES strong, each near the best one's share, or the top hit the prompt names), then
@@ -260,41 +274,43 @@ class WorkingSet:
                 elif whole["last"] > last and ctx.cost(ctx.render(whole), unit) <= min(room, budget * 0.4):
                     last = whole["last"]  # with its subsections, while that stays a modest share
                 if pack.add(ctx.fit(lines, first, last, focus, make, room, unit)):
-                    self.state.touch(note.path, agent=True)
+                    self.core.state.touch(note.path, agent=True)
 
     def _prompt(self, p) -> ctx.Prompt:
         """What a query asks of this vault (context.Prompt), its words weighed by the index."""
-        s = self.index.searcher()
+        s = self.core.index.searcher()
 
         def df(term: str, cjk: bool) -> int:
             fs = ("body_ko", "title_ko") if cjk else ("body", "title")
             return max(s.doc_freq(f, term) for f in fs)
 
         tokens = [*p.parsed.words, *p.parsed.required, *(w for ph in p.parsed.phrases for w in ph.split())]
-        return ctx.Prompt(tokens, max(1, s.num_docs), df, stem, lambda w: self._vocabulary().correct(w))
+        return ctx.Prompt(tokens, max(1, s.num_docs), df, stem, lambda w: self.searcher.vocabulary().correct(w))
 
     def pin(self, name: str, on: bool) -> dict:
-        path = self.find_note(name)
-        changed = self.state.pin(path, on)
+        path = self.links.find_note(name)
+        changed = self.core.state.pin(path, on)
         return {"path": path, "pinned": on, "changed": changed}
 
     def pins(self) -> dict:
-        return {"pins": [{"path": p, "title": self.notes[p].title if p in self.notes else None}
-                         for p in self.state.state.pins]}
+        return {"pins": [{"path": p, "title": self.core.notes[p].title if p in self.core.notes else None}
+                         for p in self.core.state.state.pins]}
 
     def hot(self) -> dict:
-        return {"hot": hot(self.notes, self.state.state, self.config.tiers, capture=self.config.capture.folder)}
+        core = self.core
+        return {"hot": hot(core.notes, core.state.state, core.config.tiers, capture=core.config.capture.folder)}
 
     def recent(self, days: float) -> dict:
         """Notes changed in the last `days`, newest first; not those a bulk stamp (a clone, a
         copy, a checkout: see tiers.BULK) dated, which no one edited (a fresh copy of a vault
         listed every note). Capture notes count when an agent's entry was remembered in them
         (vaultd writes them, for the agent)."""
+        core = self.core
         cutoff = time.time() - days * 86400
-        st = self.state.state
-        notes = self.notes
+        st = core.state.state
+        notes = core.notes
         bulk = bulk_minutes(notes)
-        agents = self.config.capture.folder + "/" if self.config.capture.folder else None
+        agents = core.config.capture.folder + "/" if core.config.capture.folder else None
         items = sorted(((m, p) for p, n in notes.items()
                         if (m := n.mtime_ns if agents and p.startswith(agents) else
                             changed_ns(st, p, n.mtime_ns, n.size)) / 1e9 >= cutoff
@@ -306,7 +322,7 @@ class WorkingSet:
         """Every note (with these tags, under these folders), by path: its title, aliases,
         Denote identifier, tags and date; with `headings`, its headings too."""
         keep = note_filter(tags, paths)
-        notes = self.notes  # replaced, never changed in place
+        notes = self.core.notes  # replaced, never changed in place
         out = []
         for p in sorted(notes):
             n = notes[p]
