@@ -624,9 +624,9 @@ class Operations:
     def search(self, req: Search) -> dict:
         """Notes ranked for a query (BM25 over titles, aliases, headings, tags, folder names and text, then
         recency), each with its best lines: path, line and text."""
-        v = self.vault
-        return self._waited(req.after_generation, lambda: v.search(req.query(), req.limit, req.scope, req.snippets,
-                                                                    req.explain))
+        searcher = self.vault.searcher
+        return self._waited(req.after_generation, lambda: searcher.search(req.query(), req.limit, req.scope,
+                                                                           req.snippets, req.explain))
 
     @replies(GrepReply)
     def grep(self, req: Grep) -> dict:
@@ -634,14 +634,14 @@ class Operations:
         (the archive too): path, line, col (characters), byte_col (bytes, as rg) and the line. Words are
         literal and match inside longer words (`word`: whole words only); case is ignored unless
         `case_sensitive`; lines end at LF. For one word, the lines `rg --vimgrep -i WORD` gives."""
-        return self.vault.grep(req.q, req.tag, req.path, req.after, req.before, req.case_sensitive, req.word,
-                               req.limit, req.offset)
+        return self.vault.grepper.grep(req.q, req.tag, req.path, req.after, req.before, req.case_sensitive,
+                                       req.word, req.limit, req.offset)
 
     @replies(ListReply)
     def list(self, req: ListNotes) -> dict:
         """Every note, by path (those with these tags, under these folders): its title, aliases, Denote
         identifier, tags and date; with `headings`, its headings. Paged: `limit` notes from `offset`."""
-        res = self.vault.note_list(req.tag, req.path, req.headings)
+        res = self.vault.working_set.note_list(req.tag, req.path, req.headings)
         notes, fields = page(res["notes"], req.offset, req.limit)
         return {**fields, "notes": notes}
 
@@ -650,7 +650,7 @@ class Operations:
         """Where a link leads, as the link graph resolves it: the note (path, title), the line of the heading
         or block it points into, or why it is broken (with the candidates of an ambiguous name). The link is
         read as written in the `from` note, or at the cursor `col` of a line of text."""
-        return {**self.vault.resolve(req.link, req.from_, req.col), "vault": str(self.vault.root)}
+        return {**self.vault.link_graph.resolve(req.link, req.from_, req.col), "vault": str(self.vault.root)}
 
     @replies(ContextReply)
     def context(self, req: Context) -> dict:
@@ -661,35 +661,35 @@ class Operations:
         v = self.vault
         show = shown(str(v.root), req.paths)
         return self._waited(req.after_generation,
-                            lambda: v.context(req.q, req.budget, req.unit, req.scope, show=show, with_hot=req.hot,
-                                              explain=req.explain))
+                            lambda: v.working_set.context(req.q, req.budget, req.unit, req.scope, show=show,
+                                                          with_hot=req.hot, explain=req.explain))
 
     @replies(ReadReply)
     def read(self, req: Read) -> dict:
         """A note's text, or the lines of one section or range of it, with the line numbers it spans, within a
         budget: a longer text is cut at a whole line (`more`), and `next` is the `lines` to ask for the rest."""
-        return self.vault.read(req.note, tuple(req.lines) if req.lines else None, req.heading, agent=req.agent,
-                               budget=req.budget, unit=req.unit)
+        return self.vault.working_set.read(req.note, tuple(req.lines) if req.lines else None, req.heading,
+                                           agent=req.agent, budget=req.budget, unit=req.unit)
 
     @replies(BacklinksReply)
     def backlinks(self, req: Backlinks) -> dict:
         """Links into a note, each with the file, line and the text of the line it stands on; paged: `limit`
         links from `offset`."""
-        res = self.vault.backlinks(req.note, slice(req.offset, req.offset + req.limit))
+        res = self.vault.link_graph.backlinks(req.note, slice(req.offset, req.offset + req.limit))
         return {**res, **_page_fields(res.pop("total"), req.offset, len(res["backlinks"]))}
 
     @replies(LinksReply)
     def links(self, req: Links) -> dict:
         """Links out of a note: where each leads (path and line), or why it is broken; paged: `limit` links
         from `offset`."""
-        res = self.vault.links(req.note, slice(req.offset, req.offset + req.limit))
+        res = self.vault.link_graph.links(req.note, slice(req.offset, req.offset + req.limit))
         return {**res, **_page_fields(res.pop("total"), req.offset, len(res["links"]))}
 
     @replies(GraphReply)
     def graph(self, req: Graph) -> dict:
         """The notes around a note, both directions, up to `depth` links away; paged: `limit` notes from
         `offset`, each page with the edges that leave its notes."""
-        res = self.vault.neighbourhood(req.note, req.depth)
+        res = self.vault.link_graph.neighbourhood(req.note, req.depth)
         nodes, fields = page(res["nodes"], req.offset, req.limit)
         at = {n["path"]: i for i, n in enumerate(res["nodes"])}
         end = req.offset + len(nodes)
@@ -700,13 +700,13 @@ class Operations:
     def hot(self, req: Hot) -> dict:
         """The HOT working set, best first, and why each note is in it (pinned, a hot tag, changed lately, read
         often); paged: `limit` notes from `offset`."""
-        hot, fields = page(self.vault.hot()["hot"], req.offset, req.limit)
+        hot, fields = page(self.vault.working_set.hot()["hot"], req.offset, req.limit)
         return {**fields, "hot": hot}
 
     @replies(RecentReply)
     def recent(self, req: Recent) -> dict:
         """Notes changed in the last days, newest first; paged: `limit` notes from `offset`."""
-        res = self.vault.recent(req.days)
+        res = self.vault.working_set.recent(req.days)
         recent, fields = page(res["recent"], req.offset, req.limit)
         return {**res, **fields, "recent": recent}
 
@@ -715,7 +715,7 @@ class Operations:
         """Notes added, changed, deleted and moved since an index generation (every answer carries the
         generation it reflects); paged: `limit` paths from `offset`, of the added, then the changed, deleted
         and moved (ask every page with the same `since`, then changes since the first page's generation)."""
-        res = self.vault.changes(req.since)
+        res = self.vault.ingest.changes(req.since)
         kinds = ("added", "changed", "deleted", "moved")
         got, fields = page([(k, p) for k in kinds for p in res[k]], req.offset, req.limit)
         return {**res, **fields, **{k: [p for kind, p in got if kind == k] for k in kinds}}
@@ -723,27 +723,27 @@ class Operations:
     @replies(PinReply)
     def pin(self, req: Pin) -> dict:
         """Keep a note in the HOT working set until unpinned."""
-        return self.vault.pin(req.note, True)
+        return self.vault.working_set.pin(req.note, True)
 
     @replies(PinReply)
     def unpin(self, req: Unpin) -> dict:
         """Stop pinning a note."""
-        return self.vault.pin(req.note, False)
+        return self.vault.working_set.pin(req.note, False)
 
     @replies(PinsReply)
     def pins(self, req: Pins) -> dict:
         """The pinned notes."""
-        return self.vault.pins()
+        return self.vault.working_set.pins()
 
     @replies(BrokenReply)
     def broken(self, req: Broken) -> dict:
         """Every broken link in the vault, with the reason."""
-        return self.vault.broken()
+        return self.vault.link_graph.broken()
 
     @replies(OrphansReply)
     def orphans(self, req: Orphans) -> dict:
         """Notes nothing links to and that link nowhere."""
-        return self.vault.orphans()
+        return self.vault.link_graph.orphans()
 
     @replies(ProblemsReply)
     def problems(self, req: Problems) -> dict:
@@ -768,28 +768,28 @@ class Operations:
     def tags(self, req: Tags) -> dict:
         """Every tag, its count and the tags most often beside it, most used first; paged: `limit` tags from
         `offset`."""
-        tags, fields = page(self.vault.tags()["tags"], req.offset, req.limit)
+        tags, fields = page(self.vault.link_graph.tags()["tags"], req.offset, req.limit)
         return {**fields, "tags": tags}
 
     @replies(SplitReply)
     def split(self, req: Split) -> dict:
         """One of: `note` (with `dry_run`), `list`, `history`, `all` (apply every proposal), or
         `undo` (op ids, newest first, with `force`; with `all` instead: every done split)."""
-        v = self.vault
+        splits = self.vault.splits
         if req.dry_run and (not req.note or req.list or req.history or req.all or req.undo is not None):
             # never a preview that writes: it previews one note's split, and nothing else
             raise QueryError("dry_run previews the split of one note (give `note` alone); `list` shows every "
                              "proposal `all` would split, `history` what each op did")
         if req.list:
-            return v.split_candidates()
+            return splits.split_candidates()
         if req.history:
-            return v.split_history()
+            return splits.split_history()
         if req.undo or (req.undo is not None and req.all):
-            return v.split_undo(req.undo, req.force, every=req.all)
+            return splits.split_undo(req.undo, req.force, every=req.all)
         if req.all:
-            return v.split_all()
+            return splits.split_all()
         if req.note:
-            return v.split_note(req.note, req.dry_run)
+            return splits.split_note(req.note, req.dry_run)
         raise QueryError("split: give a note, or list, history, all or undo")
 
     @replies(RememberReply)
@@ -802,7 +802,7 @@ class Operations:
         after the newer one. Each entry carries its time, source, session and tags. Off unless the user set
         `[capture] folder`; the user undoes an entry (and what it marked) with `vaultq split --undo OP`. The
         entry is searchable when the answer comes."""
-        return self.vault.remember(req.text, req.tags, req.source, req.session, req.force)
+        return self.vault.capture.remember(req.text, req.tags, req.source, req.session, req.force)
 
 
 # -- several vaults: which one a request is for ------------------------------------------
