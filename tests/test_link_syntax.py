@@ -15,6 +15,11 @@ the splitter must make of it. For each row:
    syntax and label; or, where refusing is the right answer, the split is refused with
    its reason and not a byte changes. Then undo restores the vault byte for byte.
 
+Each link syntax is one unit of vaultd/parse/syntaxes.py; adding one is its unit plus its
+row(s) here. `test_every_link_syntax_has_a_row` fails for a unit that leads to notes with
+no row; `test_the_links_each_unit_writes_read_back_as_its_own` checks the links a unit
+writes (the splitter's hub list and back links, an editor's completion) read back as it.
+
 Vaults are made in /dev/shm where there is one (see `fast_tmp`): the whole file then
 runs in under 20 s.
 """
@@ -28,13 +33,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import get_args
 
 import msgspec
 import pytest
 
 from vaultd.config import Config
-from vaultd.note import headings_of
+from vaultd.note import Kind, headings_of
 from vaultd.parse import parse_file
+from vaultd.parse.syntaxes import BY_KIND, SYNTAXES, syntax_of
 from vaultd.vault import Vault
 
 THRESHOLD = 2048
@@ -272,6 +279,11 @@ ROWS = [
     # -- refused: no wikilink can name a part of a note whose name holds `#` --
     P(Row("md-hash-name", "[t](C%23%20notes.md#delta-plans)", ("md", "C# notes.md", "delta-plans", "t"),
           "notes/ref.md", refuse="a wikilink to its parts cannot"), id="refused-hash-in-name"),
+    # -- refused where the rewrite is, naming the syntax: code in a Markdown link's label
+    # (masked where it is read) leaves text that does not read as a Markdown link alone --
+    P(Row("obsidian-md", "[a `]` b](big.md#delta-plans)", ("md", "big.md", "delta-plans", "a `]` b"), "notes/ref.md",
+          refuse=r"notes/ref\.md:2: .* is a Markdown link, and its text does not read as a Markdown link on its own"),
+      id="refused-markdown-link-with-code-in-its-label"),
 ]
 
 
@@ -437,3 +449,44 @@ def test_each_part_links_back_to_the_hub_shown_by_the_hub_title(fast_tmp, form):
             assert shown == "Big", f"{p}: {back[0].link.raw!r} reads as {shown!r}, not the hub's title 'Big'"
     finally:
         v.close()
+
+
+# -- the table covers every syntax -------------------------------------------------------------
+
+
+def _unit_of(row: Row):
+    """The unit that reads (and rewrites) the row's link."""
+    src = row.src or FORMS[row.form][0]
+    (link,) = parse_file(src, f"LINK: {row.link}\n".encode()).links
+    return syntax_of(link)
+
+
+def test_every_link_syntax_has_a_row():
+    """A unit of parse/syntaxes.py whose links lead to notes is read, resolved and rewritten
+    by at least one row of ROWS (a URL leads to no note: tests/test_links.py reads them)."""
+    covered = {_unit_of(p.values[0]) for p in ROWS}
+    missing = [u.name for u in SYNTAXES if u.leads_to_notes and u not in covered]
+    assert not missing, f"no row of ROWS reads a link of these syntaxes: {missing}"
+
+
+def test_the_kinds_are_the_units_kinds():
+    """note.Kind lists exactly the kinds the units read, each read by one unit."""
+    kinds = [u.kind for u in SYNTAXES if u.kind is not None]
+    assert sorted(kinds) == sorted(set(kinds)) == sorted(get_args(Kind)) == sorted(BY_KIND)
+
+
+def test_the_links_each_unit_writes_read_back_as_its_own():
+    """What a unit writes for a note (the splitter's hub list and back links, the LSP's
+    completion) is read back by that unit, naming that note, shown as written."""
+    wrote = []
+    for unit in SYNTAXES:
+        if unit.kind is None:  # Dendron's: wikilinks and embeds write theirs
+            continue
+        try:
+            text = unit.write("big", "Big")
+        except ValueError:  # it writes none: a URL, an :ID: (none to offer), a place within a note
+            continue
+        (link,) = parse_file("ref.org" if unit.org_anchors else "ref.md", f"{text}\n".encode()).links
+        assert (syntax_of(link), link.target, link.label) == (unit, "big", "Big"), f"{unit.name} wrote {text!r}"
+        wrote.append(unit.kind)
+    assert sorted(wrote) == ["denote", "embed", "file", "md", "wiki"]

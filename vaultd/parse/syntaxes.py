@@ -363,6 +363,8 @@ class Wiki(LinkSyntax):
     kind: Kind | None = "wiki"
     markdown_or_wiki = True
     UNSAFE = "#|[]^"
+    opener = "[["
+    """What is written before the name (an embed's `!` too)."""
 
     def read(self, line: int, col: int, raw: str, name: str, anchor: str, alias: str) -> Link:
         return Link(line=line, col=col, raw=raw, kind=self.kind, target=name, anchor=anchor, label=alias)
@@ -370,7 +372,8 @@ class Wiki(LinkSyntax):
     def label(self, link: Link) -> str:
         if link.label:
             return link.label
-        return link.target.rsplit("/", 1)[-1] + (f" {link.anchor}" if link.anchor and not link.anchor.startswith("^") else "")
+        shown = link.anchor and not link.anchor.startswith("^")  # a heading reads as words, a block does not
+        return link.target.rsplit("/", 1)[-1] + (f" {link.anchor}" if shown else "")
 
     def resolve(self, link: Link, src: Note, folder: str, vault: Lookup) -> Dest:
         if link.label:  # its alias may name the note, as Dendron writes them
@@ -403,6 +406,9 @@ class Wiki(LinkSyntax):
     def complete(self, name: str, shown: str | None, close: str) -> str:
         return (name if shown is None else f"{name}|{shown}") + close
 
+    def write(self, name: str, shown: str) -> str:
+        return self.opener + self.complete(name, shown, "]]")
+
 
 class Dendron(Wiki):
     """Dendron's `[[label|note.name#anchor]]` (and `dendron://vault/note.name`): a wikilink
@@ -415,6 +421,11 @@ class Dendron(Wiki):
     kind: Kind | None = None
     VAULT = re.compile(r"^dendron://[^/]*/")
     RANGE = re.compile(r"(?:,\d+.*|:#.*)$|^\*$")  # `#heading,1:#*`: from that heading on
+
+    def hierarchy(self, name: str) -> bool:
+        """Whether a note's name (no extension) is a Dendron hierarchy's (`proj.big`): its
+        parts are its children (`proj.big.delta-plans`), as links name them."""
+        return "." in name and not any(c.isspace() for c in name)
 
     def strip_vault(self, target: str) -> str:
         """`dendron://vault/note.name` as the note's name."""
@@ -465,6 +476,7 @@ class Embed(Wiki):
 
     name = "embed"
     kind: Kind | None = "embed"
+    opener = "![["
 
 
 class Markdown(LinkSyntax):

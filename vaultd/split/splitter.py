@@ -30,8 +30,8 @@ from ..note import ID_ANCHOR, Heading, Note, headings_of, links_of
 from ..parse import decode, markdown as md, org as org_parse, parse_file
 from ..parse.common import github_slug, numbered
 from ..parse.denote import parse_name
-from ..parse.syntaxes import DENOTE, MARKDOWN_LINK, MARKDOWN_OR_WIKI, NOT_NOTES, ORG_FILE, WIKI, WITHIN_SOURCE, Part, \
-    labels_shown, syntax_of
+from ..parse.syntaxes import DENDRON, DENOTE, MARKDOWN_LINK, MARKDOWN_OR_WIKI, NOT_NOTES, ORG_FILE, WIKI, \
+    WITHIN_SOURCE, Part, labels_shown, syntax_of
 from ..store.journal import OTHER, SPLIT, STALE, FileChange, Journal, files_of, read_like
 from ..store.journal import Raced, SplitError  # noqa: F401  the errors a split raises, as split.SplitError
 
@@ -384,7 +384,7 @@ def _part_names(note: Note, chunks: list[tuple[int, int, str]], dn, ids: list[st
             kws = ("__" + "_".join(dn.keywords)) if dn.keywords else ""
             name = f"{ids[i]}--{_slug(head)}{kws}{ext}"
         else:
-            if "." in stem and not any(c.isspace() for c in stem):  # a Dendron hierarchy: a child note
+            if DENDRON.hierarchy(stem):  # a child note
                 base = f"{stem}.{_slug(head)}"
             else:
                 room = max(40, NAME_BYTES - 20 - len(stem.encode()))
