@@ -14,7 +14,7 @@ EXTRA  := $(if $(EXTRAS),$(VENV)/.extras-$(subst $(comma),-,$(EXTRAS)))
 $(BIN)/vaultd: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test,korean]'
 	$(BIN)/python -m compileall -q vaultd  # bytecode now: vaultq starts fast even where PYTHONDONTWRITEBYTECODE is set
 	@touch $@
 

@@ -1,11 +1,14 @@
 """Korean queries as people type them: Hangul typos corrected by their letters (jamo) into
-the vault's own words. A real vault and a real index."""
+the vault's own words; words found by their stems and nouns (Kiwi, the korean extra, which
+`make test` installs), whatever ending or particle the notes give them. A real vault and a
+real index."""
 
 import os
 
 import pytest
 
 from vaultd.config import Config
+from vaultd.query import korean
 from vaultd.query.ranking import Vocabulary, one_jamo_away
 from vaultd.vault import Vault
 
@@ -65,3 +68,45 @@ def test_a_hangul_correction_is_the_nearest_then_most_used_word():
     assert vocab.correct_hangul("패턴") is None  # a word of the vocabulary is no typo
     assert vocab.correct_hangul("패턷") == "패턱"  # used twice, 패턴 once
     assert vocab.correct_hangul("가나다") is None
+
+
+@pytest.fixture(scope="module")
+def habits(tmp_path_factory):
+    """A note that puts things off (`미루는`, `미루기`), and one on the greatest common divisor
+    whose title and body hold `최대` (of `최대공약수`) and `대한` (of `~에 대한`): the bigrams of
+    `최대한` (as much as possible); and notes about other things `~에 대한`."""
+    root = tmp_path_factory.mktemp("ko-stems") / "vault"
+    root.mkdir()
+    (root / "습관.md").write_text("# 할 일 습관\n\n일을 미루는 버릇이 있다. 미루기를 멈추려면 작게 시작한다.\n")
+    (root / "최대공약수.md").write_text("# 최대공약수\n\n최대공약수를 구하는 방법: 최대공약수는 유클리드 호제법으로 "
+                                       "구한다. 최대공약수와 최소공배수에 대한 정리.\n")
+    for i in range(4):
+        (root / f"메모 {i}.md").write_text(f"# 메모 {i}\n\n오늘은 날씨에 대한 이야기. 산책을 했다.\n")
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    yield v
+    v.close()
+
+
+def test_a_verb_finds_notes_with_its_other_endings(habits):
+    """`미룬다` (puts off) shares no bigram with `미루는`, `미루기`: its stem `미루` does, as a
+    word start; the line is the snippet, the stem highlighted."""
+    hits = habits.search("미룬다", 5)["hits"]
+    assert [h["path"] for h in hits][:1] == ["습관.md"], hits
+    assert any("미루는" in s["text"] for s in hits[0]["snippets"]), hits[0]
+
+
+def test_an_adverb_is_not_found_by_its_bigrams_inside_other_words(habits):
+    """`최대한` (as much as possible), one word the notes never hold: its bigrams are only parts
+    of `최대공약수` and `~에 대한`, and weigh as a function word's."""
+    got = _paths(habits, "최대한 미룬다")
+    assert got[0] == "습관.md", got
+    assert _paths(habits, "최대공약수")[0] == "최대공약수.md"  # the word itself still finds its note
+
+
+def test_a_query_word_is_searched_by_its_stem_or_noun():
+    assert korean.forms("미룬다") == ("미루",)  # surface 미룬: the stem is Kiwi's
+    assert korean.forms("최대공약수를")[0] == "최대공약수"  # less its particle, whole first
+    assert korean.forms("다크모드로") == ("다크모드", "다크", "모드")  # a note may write them apart
+    assert korean.forms("어떻게") == ()  # a function word
+    assert korean.forms("접었다") == ()  # 접: one syllable starts too many words

@@ -34,6 +34,7 @@ import tantivy
 from ..config import Search
 from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS
 from . import stopwords_ko
+from . import korean  # Korean words by their stems and nouns
 from .analysis import EN as _EN, STOP as _STOP, bigrams, split as _split, terms  # moved there, used here
 from .operators import NAMES, OPERATORS, Operator, note_filter  # noqa: F401  (note_filter: list's and grep's)
 
@@ -514,13 +515,16 @@ def _cjk_clauses(bld: _Builder, cjk: list[str], content: list[str], boosts: Sear
     should: list[tantivy.Query] = []
     corrected: list[str] = []
     # Korean function words weigh little beside other words, as English stop words do
-    light = {r for r in cjk if stopwords_ko.is_stop(r)}
+    light = {r for r in cjk if stopwords_ko.is_stop(r) or korean.inside_only(bld.searcher, r)}
     light = light if content or any(r not in light for r in cjk) else set()
     for run in dict.fromkeys(cjk):
         c = bld.cjk_clause(run)
         if c is not None:
             should.append(_Q.boost_query(c, _STOP_WEIGHT) if run in light else c)
         should.append(bld.term("tags", run, boosts.tag_boost))
+        if run not in light and (w := korean.word_clause(bld.schema, bld.searcher, run)) is not None:
+            should.append(w)  # its stem or noun held as a word start (미룬다: 미루는), highlighted too
+            corrected += korean.forms(run)
         # a Hangul word the notes hardly hold: probably a typo (옵져버 for 옵저버); searched as the
         # vault's word its jamo are nearest to too, as a Latin typo is
         fix = bld.hangul_typo(run, vocabulary) if vocabulary is not None and run not in light else None

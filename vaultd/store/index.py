@@ -2,7 +2,8 @@
 
 One document per note. Text is indexed twice where the language needs it: an
 English-stemmed field, and a bigram field fed the Hangul/Han/Kana runs the other does
-not get (see LIBRARY-NOTES: the default tokenizer misses `가치관이` -> `가치관`). Bodies are
+not get (see LIBRARY-NOTES: the default tokenizer misses `가치관이` -> `가치관`); those runs
+are also kept whole, as words (WORDS), for a query's stems to meet. Bodies are
 not stored: snippets are cut from the file itself, so line and column always
 match what an editor opens. Each document stores the note's metadata (title,
 tags, headings, links, file facts) as msgpack, so the daemon's in-memory table
@@ -40,7 +41,7 @@ from ..note import Note, NoteHead, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
-SCHEMA_VERSION = 15  # 15: the `symbols` field (SYMBOL: code-like tokens kept whole, and the file name)
+SCHEMA_VERSION = 16  # 16: the `words_ko` field (WORDS: Hangul/Han/Kana words whole)
 """Bump when the schema or what goes into a field changes: older indexes are rebuilt."""
 
 from ..render import CJK as _CJK  # noqa: E402  (one definition: the token estimate counts the same characters)
@@ -153,6 +154,23 @@ def symbols_in(text: str) -> list[str]:
     return _SYMBOLS.findall(text) if _SYMBOL_SPOT.search(text) else []
 
 
+WORDS = "words_ko"
+"""The field holding a note's Hangul/Han/Kana words whole (eojeol: `미루는`, `최대공약수를`),
+lower-cased, from its title, aliases, headings and body: one term a word, no places or
+counts (the bigram fields weigh the text). A query's Korean word, analysed into its stem
+or noun (query/korean.py: `미룬다` gives `미루`), finds the notes holding a word that
+starts with it (`미루는`, `미루기`; not `최대공약수` for `최대한`), which bigrams alone
+cannot tell (`최대한` holds `최대`). Fed the text of the bigram fields (the runs split_cjk
+finds), tokenized at the spaces, in the daemon (`document`): on junghan-garden-ko (27 MB,
+Korean) index CPU +17-19% (5.5-5.7 -> 6.4-6.8 s), the index +27% (16.4 -> 20.8 MB).
+Analysing the notes instead (Kiwi, about 60 KB of Hangul a second) would take 7-8 CPU-minutes there."""
+
+
+_WORDS_FROM = frozenset(f"{f}_ko" for f in ("title", "headings", "body"))
+"""The bigram fields whose text WORDS is fed too, where the document is made (`document`):
+the text crosses from the worker once, not twice."""
+
+
 def _schema() -> tantivy.Schema:
     b = tantivy.SchemaBuilder()
     b.add_text_field("path", stored=True, tokenizer_name="raw")
@@ -164,6 +182,7 @@ def _schema() -> tantivy.Schema:
         b.add_text_field(f"{name}_ko", stored=False, tokenizer_name="bigram", index_option="freq")
     b.add_text_field("dirs", stored=False, tokenizer_name="raw", index_option="basic")
     b.add_text_field("symbols", stored=False, tokenizer_name="symbol", index_option="basic")
+    b.add_text_field(WORDS, stored=False, tokenizer_name="word", index_option="basic")
     b.add_integer_field("mtime", stored=False, indexed=True, fast=True)
     b.add_integer_field("date", stored=False, indexed=True, fast=True)
     b.add_integer_field("key", stored=False, indexed=False, fast=True)  # path_key: a hit's note without a doc fetch
@@ -176,6 +195,8 @@ def _register(idx: tantivy.Index) -> None:
     T, F = tantivy.Tokenizer, tantivy.Filter
     idx.register_tokenizer("bigram", tantivy.TextAnalyzerBuilder(T.ngram(2, 2)).filter(F.lowercase()).build())
     idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
+    idx.register_tokenizer("word", tantivy.TextAnalyzerBuilder(T.whitespace()).filter(F.remove_long(40))
+                           .filter(F.lowercase()).build())
     idx.register_tokenizer("symbol", tantivy.TextAnalyzerBuilder(T.whitespace()).filter(F.remove_long(100))
                            .filter(F.lowercase()).build())
 
@@ -222,13 +243,16 @@ def file_stem(path: str) -> str:
 
 
 def document(fields: dict[str, list]) -> tantivy.Document:
-    """A `fields` dict as a Tantivy document, value by value (each added as what it is):
+    """A `fields` dict as a Tantivy document, value by value (each added as what it is; the
+    Hangul/Han/Kana text of title, headings and body to WORDS too):
     Document.from_dict, which converts through the schema, takes 0.2 ms for a 130 KB
     note, this 0.03 ms."""
     doc = tantivy.Document()
     for name, values in fields.items():
         for v in values:
             (doc.add_text if isinstance(v, str) else doc.add_integer if isinstance(v, int) else doc.add_bytes)(name, v)
+            if name in _WORDS_FROM:
+                doc.add_text(WORDS, v)
     return doc
 
 
