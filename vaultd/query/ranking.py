@@ -1,5 +1,5 @@
 """From what a person typed to a Tantivy query, the terms snippets highlight, and the
-final blend of BM25 with recency and tier.
+final blend of BM25 with the ranking signals (signals.py).
 
 Nothing the user types can make this raise: the text is split into words and
 operators here and turned into term queries directly, never handed to Tantivy's
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ import tantivy
 
 from ..config import Search
 from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS
-from . import stopwords_ko
+from . import signals, stopwords_ko
 from . import korean  # Korean words by their stems and nouns
 from .analysis import EN as _EN, STOP as _STOP, bigrams, split as _split, terms  # moved there, used here
 from .operators import NAMES, OPERATORS, Operator, note_filter  # noqa: F401  (note_filter: list's and grep's)
@@ -597,19 +596,11 @@ def _filter_clauses(schema: tantivy.Schema, bld: _Builder, p: Parsed) -> tuple[
     return must, must_not, checks, strict
 
 
-def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | None = None, anchor: float = 0.0,
-          share: float | None = None) -> float:
-    """The final score: BM25, lowered by the share of the query's words the note lacks
-    (`share` of Plan.units held: Lucene's classic coordination, softened by coverage_weight,
-    so a note with every word outranks one that scores as high on fewer, such as one word
-    in a title), raised by anchor text (the share of the query that links to the note use
-    as their label) and for recent notes (half-life decay), lowered for COLD."""
-    age_days = max(0.0, ((now or time.time()) - note_epoch) / 86400)
-    s = score * (1 + b.recency_weight * math.pow(0.5, age_days / b.half_life_days)) * (1 + b.anchor_weight * anchor)
-    s = covered(s, share, b)
-    return s * b.cold_factor if cold else s
+def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | None = None,
+          anchor: float = 0.0) -> float:
+    """The score of a note found: BM25 times every ranking signal's factor but coverage's
+    (signals.py: recency, anchor text, tier, ...); coverage is `covered`, counted later."""
+    return signals.blend(score, signals.Candidate(note_epoch, cold=cold, anchor=anchor, now=now), b)
 
 
-def covered(score: float, share: float | None, b: Search) -> float:
-    """`score` lowered by the share of the query's words a note lacks (see blend): never raised."""
-    return score if share is None else score * (1 - b.coverage_weight + b.coverage_weight * share)
+covered = signals.covered
