@@ -566,20 +566,23 @@ class Graph:
 
     # -- what if ----------------------------------------------------------------
 
-    def what_if(self, changed: dict[str, Note]) -> "Graph":
+    def what_if(self, changed: dict[str, Note], removed: Iterable[str] = ()) -> "Graph":
         """A resolver over the vault as it would be with the `changed` notes written (new
-        or replaced): the lookup tables copied (shallowly; the lists of the names the
-        changed notes answer to, deeply) and updated, nothing resolved (call `resolve`).
-        The splitter checks a plan against it before writing a byte."""
+        or replaced) and the `removed` ones gone: the lookup tables copied (shallowly; the
+        lists of the names those notes answer to, deeply) and updated, nothing resolved
+        (call `resolve`). The splitter and rename check a plan against it before writing a byte."""
         with self._lock:
+            removed = [p for p in removed if p in self.notes and p not in changed]
             g = Graph()
             g.notes = {**self.notes, **changed}
+            for p in removed:
+                del g.notes[p]
             g._by_path = _copy(self._by_path)
             tables = ("_by_stem", "_by_alias", "_by_id", "_by_uuid")
             for name in tables:
                 table = getattr(self, name)
                 setattr(g, name, table.copy() if isinstance(table, Lazy) else defaultdict(list, table))
-            for n in [*changed.values(), *(self.notes[p] for p in changed if p in self.notes)]:
+            for n in [*changed.values(), *(self.notes[p] for p in [*changed, *removed] if p in self.notes)]:
                 for name, ks in zip(tables, ([key(stem_of(n.path))], map(key, n.aliases), _id_keys(n), n.uuids)):
                     table = getattr(g, name)
                     for k in ks:
@@ -589,6 +592,8 @@ class Graph:
                 if p in self.notes:
                     g._unindex(self.notes[p])
                 g._index(n)
+            for p in removed:
+                g._unindex(self.notes[p])
         return g
 
     def with_id(self, ident: str) -> list[str]:
@@ -596,20 +601,22 @@ class Graph:
         with self._lock:
             return list(self._by_id.get(ident, ()))
 
-    def affected(self, target: str, changed: dict[str, Note]) -> list[tuple[str, Resolved]]:
-        """The links, outside the `changed` notes, whose destination writing them may change:
-        those into `target`, and those that look up a name, alias, identifier or ID that the
-        changed notes gain or lose."""
+    def affected(self, target: str, changed: dict[str, Note], removed: Iterable[str] = ()) -> list[tuple[str, Resolved]]:
+        """The links, outside the `changed` and `removed` notes, whose destination writing
+        them (and removing those) may change: those into `target`, and those that look up a
+        name, alias, identifier or ID that the changed notes gain or lose, or the removed ones held."""
         keys: set[str] = set()
         for p, n in changed.items():
             old = self.notes.get(p)
             keys.update(set(_keys(n)) ^ set(_keys(old)) if old is not None else _keys(n))
+        removed = set(removed)
+        keys.update(k for p in removed if p in self.notes for k in _keys(self.notes[p]))
         with self._lock:
             looking = self._depending(keys)
             srcs = looking | self._back.get(target, set())
         out = []
         deps: dict[tuple, bool] = {}  # (kind, target, label) -> whether it looks up one of `keys`
-        for src in sorted(srcs - changed.keys()):
+        for src in sorted(srcs - changed.keys() - removed):
             for r in self.links(src):
                 link = r.link
                 if r.target == target:

@@ -243,9 +243,14 @@ class WriterLock:
             self.fd = self.folder = None
 
 
-SPLIT, STALE, CAPTURE = "split", "stale save", "capture"
+SPLIT, STALE, CAPTURE, RENAME = "split", "stale save", "capture", "rename"
 """Journal entry kinds: a split; the duplicate a stale editor buffer made, removed; an
-entry `remember` appended to a capture note (capture/)."""
+entry `remember` appended to a capture note (capture/); a note or heading renamed, with
+every link to it rewritten (rename/)."""
+
+_DOING = {CAPTURE: ("remembering", "nothing was written"), RENAME: ("renaming", "nothing was renamed")}
+"""What `apply`'s refusals say an operation of each kind was doing, and what was not done
+(a split's by default)."""
 
 
 
@@ -281,13 +286,14 @@ def apply(plan: Writes, vault: Path, journal: Journal, kind: str = SPLIT, mode: 
         "op": op, "time": now / 1e9, "kind": kind, "note": plan.note, "status": "prepared", "parts": plan.parts,
         "rewritten": plan.rewritten, "oversized": plan.oversized,
         "files": [{"path": c.path, "before": b64(c.before), "after": b64(c.after)} for c in plan.changes],
+        **getattr(plan, "record", {}),  # what else an operation keeps of itself (a rename: the new path)
     }
     journal.save(entry)
     crash_point(1)
     written: dict[str, tuple[FileChange, os.stat_result | None]] = {}
     if mode is None:
         mode = os.stat(vault / plan.note).st_mode & 0o7777  # the parts: as private as the note
-    doing, nothing = ("remembering", "nothing was written") if kind == CAPTURE else ("splitting", "nothing was split")
+    doing, nothing = _DOING.get(kind, ("splitting", "nothing was split"))
     try:
         for step, c in enumerate(plan.changes, start=2):
             p = vault / c.path
@@ -399,7 +405,7 @@ def recover(vault: Path, journal: Journal) -> list[str]:
 
 def _kind(entry: dict) -> str:
     """An operation as a message names it."""
-    return "remembered entry" if entry.get("kind") == CAPTURE else "split"
+    return {CAPTURE: "remembered entry", RENAME: "rename"}.get(entry.get("kind"), "split")
 
 
 def undoable(vault: Path, journal: Journal, ops: list[str]) -> None:
@@ -450,10 +456,13 @@ def undo(vault: Path, journal: Journal, op: str, force: bool = False) -> list[st
         journal.save(entry)
         logger.warning("undo %s: %s changed since; what undo replaced is kept in %s (\"displaced\")", op,
                        ", ".join(d["path"] for d in displaced), journal._path(op))
-    try:
-        mode = os.stat(vault / entry["note"]).st_mode & 0o7777  # files it brings back: as private as the note
-    except OSError:
-        mode = None
+    mode = None  # files it brings back: as private as the note (a renamed one: at its new path)
+    for rel in filter(None, (entry["note"], entry.get("to"))):
+        try:
+            mode = os.stat(vault / rel).st_mode & 0o7777
+            break
+        except OSError:
+            continue
     done: list[FileChange] = []  # each as it was before the undo, and as the undo left it
     try:
         for c in reversed(changes):
