@@ -150,41 +150,42 @@ class Vault:
         conflict copies, files that could not be read): counted once per note table (walking
         100,000 notes took each `status` 10 ms, and a client polling it slowed the start-up's
         reconcile)."""
-        if self._problem_count[0] is not self.notes:
-            notes = self.notes
+        notes = self.core.notes
+        if self._problem_count[0] is not notes:
             copies = self.conflict_copies()
             self._problem_count = (notes, sum(1 for p, n in notes.items() if n.problems or p in copies))
-        return self._problem_count[1] + len(self.unreadable)
+        return self._problem_count[1] + len(self.core.unreadable)
 
     def conflict_copies(self) -> dict[str, conflicts.ConflictCopy]:
         """The notes that are a sync tool's conflict copy of another (parse/conflicts.py), by
         path: read from their names once per note table."""
-        if self._conflicts[0] is not self.notes:
-            notes = self.notes
+        notes = self.core.notes
+        if self._conflicts[0] is not notes:
             self._conflicts = (notes, conflicts.copies(notes))
         return self._conflicts[1]
 
     def status(self) -> dict:
+        core, graph = self.core, self.core.graph
         return {
             "version": __version__,
             "vault": str(self.root),
             "state_dir": str(self.state_dir),
-            "notes": len(self.notes),
-            "generation": self.generation,
-            "parsed": self.parsed,
-            "reconciled": self.reconciled,
+            "notes": len(core.notes),
+            "generation": core.generation,
+            "parsed": self.ingest.parsed,
+            "reconciled": core.reconciled,
             "problems": self._problems(),
-            **dict(zip(("links", "broken"), self.graph.count() if self.graph else (None, None))),
-            "graph": "ready" if self.graph else "building",
+            **dict(zip(("links", "broken"), graph.count() if graph else (None, None))),
+            "graph": "ready" if graph else "building",
             "writer": (writer := self.writer.holds),
             "writer_why": None if writer else self.writer.not_writing_why(),
             "split_mode": self.config.split.mode,
             "capture": self.config.capture.folder or None,
             "index_rebuilt": self.index.rebuilt_why,
             "uptime_s": round(time.time() - self.started, 1),
-            "indexing": self.indexing,
+            "indexing": (indexing := core.indexing),
             "semantic": self.semantic.status() if self.semantic is not None else None,
-            **({"progress": self.indexing_progress()} if self.indexing else {}),
+            **({"progress": core.indexing_progress()} if indexing else {}),
         }
 
 
