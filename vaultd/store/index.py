@@ -155,14 +155,16 @@ def symbols_in(text: str) -> list[str]:
 
 
 WORDS = "words_ko"
-"""The field holding a note's Hangul/Han/Kana words whole (eojeol: `미루는`, `최대공약수를`),
-lower-cased, from its title, aliases, headings and body: one term a word, no places or
+"""The field holding a note's Hangul/Han/Kana words whole (eojeol: `미루는`, `최대공약수를`;
+those scripts have no case to fold, and a run over 40 bytes, Japanese without spaces, is
+left out), from its title, aliases, headings and body: one term a word, no places or
 counts (the bigram fields weigh the text). A query's Korean word, analysed into its stem
 or noun (query/korean.py: `미룬다` gives `미루`), finds the notes holding a word that
 starts with it (`미루는`, `미루기`; not `최대공약수` for `최대한`), which bigrams alone
 cannot tell (`최대한` holds `최대`). Fed the text of the bigram fields (the runs split_cjk
 finds), tokenized at the spaces, in the daemon (`document`): on junghan-garden-ko (27 MB,
-Korean) index CPU +17-19% (5.5-5.7 -> 6.4-6.8 s), the index +27% (16.4 -> 20.8 MB).
+7.4 M Hangul characters) index CPU +17% (5.5 -> 6.4 s, best of 7; wall +16% best, +24%
+median, on a loaded machine), the index +27% (16.4 -> 20.9 MB) (bench/index_time.py).
 Analysing the notes instead (Kiwi, about 60 KB of Hangul a second) would take 7-8 CPU-minutes there."""
 
 
@@ -195,8 +197,7 @@ def _register(idx: tantivy.Index) -> None:
     T, F = tantivy.Tokenizer, tantivy.Filter
     idx.register_tokenizer("bigram", tantivy.TextAnalyzerBuilder(T.ngram(2, 2)).filter(F.lowercase()).build())
     idx.register_tokenizer("tag", tantivy.TextAnalyzerBuilder(T.raw()).filter(F.lowercase()).build())
-    idx.register_tokenizer("word", tantivy.TextAnalyzerBuilder(T.whitespace()).filter(F.remove_long(40))
-                           .filter(F.lowercase()).build())
+    idx.register_tokenizer("word", tantivy.TextAnalyzerBuilder(T.whitespace()).filter(F.remove_long(40)).build())
     idx.register_tokenizer("symbol", tantivy.TextAnalyzerBuilder(T.whitespace()).filter(F.remove_long(100))
                            .filter(F.lowercase()).build())
 
