@@ -87,7 +87,8 @@ class Search(Request, tag="search"):
     scope: _described(Scope, "auto: the archive (COLD notes) only when too little else matches; "
                              "warm: never the archive; all: everything") = "auto"
     snippets: _described(bool, "False: hits without their lines (null), a cheaper list of notes") = True
-    explain: _described(bool, "True: each hit with the parts of its score (lexical; semantic, its best "
+    explain: _described(bool, "True: each hit with the parts of its score (lexical, and `signals`: each "
+                               "ranking signal's factor in it, by name; semantic, its best "
                                "section and the weight, with semantic recall on: null and 0 where "
                                "the query's words all match, which then rank alone)") = False
     after_generation: _described(AfterGeneration, "First wait (up to 10 s) until the index has committed this "

@@ -249,12 +249,15 @@ def print_search(res: dict, fmt: str, null: bool = False) -> None:
 
 
 def _explained(score: float, e: dict) -> str:
-    """A hit's score and its parts, on one line (search --explain)."""
+    """A hit's score and its parts, on one line (search --explain): the ranking signals that
+    moved its lexical score (a factor other than 1) after it."""
+    moved = " x ".join(f"{name} {f:.3g}" for name, f in (e.get("signals") or {}).items() if f != 1)
+    lexical = f"lexical {e['lexical']:.4g}" + (f" (BM25 x {moved})" if moved else "")
     if not e["weight"]:
-        return f"score {score:.4g} = lexical {e['lexical']:.4g}"
+        return f"score {score:.4g} = {lexical}"
     sem = "no vectors yet" if e["semantic"] is None else f"{e['semantic']:.3f}" + (
         f" (section at line {e['section']})" if e["section"] else "")
-    return f"score {score:.4g} from lexical {e['lexical']:.4g} (weight {1 - e['weight']:.2f}, as a share of the best " \
+    return f"score {score:.4g} from {lexical} (weight {1 - e['weight']:.2f}, as a share of the best " \
            f"hit's) and semantic {sem} (weight {e['weight']:.2f}, placed between the candidates' lowest and highest)"
 
 

@@ -150,6 +150,8 @@ class Plan:
     """The share of the semantic part in the scores (see Search.rank), 0 without it."""
     estimated: bool = False
     """Whether the total is estimated: set by Search.rank (see NoteIndex.search)."""
+    candidates: dict[str, signals.Candidate] = field(default_factory=dict)
+    """What the ranking signals read of each note found, by path: set by Search.rank, shown by `explain`."""
     parts: dict[str, tuple] = field(default_factory=dict)
     """With semantic recall, each ranked note's (lexical score, best section's cosine or
     None, that section's first line or None): set by Search.rank, shown by `explain`."""
@@ -594,13 +596,6 @@ def _filter_clauses(schema: tantivy.Schema, bld: _Builder, p: Parsed) -> tuple[
     must_not += [c for c, _, _ in filter(None, (bld.phrase(t, scored=False) for t in p.excluded_phrases))]
 
     return must, must_not, checks, strict
-
-
-def blend(score: float, note_epoch: float, cold: bool, b: Search, now: float | None = None,
-          anchor: float = 0.0) -> float:
-    """The score of a note found: BM25 times every ranking signal's factor but coverage's
-    (signals.py: recency, anchor text, tier, ...); coverage is `covered`, counted later."""
-    return signals.blend(score, signals.Candidate(note_epoch, cold=cold, anchor=anchor, now=now), b)
 
 
 covered = signals.covered

@@ -4,6 +4,7 @@ vault.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
@@ -20,7 +21,8 @@ from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
 from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
 from . import stopwords_ko
-from .ranking import Plan, Vocabulary, bigrams, blend, covered, plan
+from . import signals
+from .ranking import Plan, Vocabulary, bigrams, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import cold_test
 
@@ -91,8 +93,9 @@ class Searcher:
                                                           if ":" not in w))
 
         # each candidate's score with every word held: the most it can score (a share only lowers it)
-        scores = [blend(score, note_epoch(n), is_cold(n.path), cfg, now, anchors.get(n.path, 0.0))
-                  * (1 + cfg.exact_title_weight if exact and _named(n, exact) else 1) for score, n in found]
+        p.candidates = {n.path: signals.Candidate(note_epoch(n), cold=is_cold(n.path), anchor=anchors.get(n.path, 0.0),
+                                                  exact=bool(exact) and _named(n, exact), now=now) for _, n in found}
+        scores = [signals.blend(score, p.candidates[n.path], cfg) for score, n in found]
         shares: dict[str, float] = {}
         words = " ".join(w for w in p.parsed.words if ":" not in w)  # what semantic recall embeds
         if cover is not None:
@@ -209,13 +212,18 @@ class Searcher:
         `weight` (the cosine's share of the score: [semantic] weight, cjk_weight for a
         Hangul/Han/Kana query, matched_weight when a candidate holds every word; the lexical
         score counts as a share of the best one's). A query whose words all match is not
-        embedded (matched_weight 0): `semantic` is null for every hit, `weight` 0."""
+        embedded (matched_weight 0): `semantic` is null for every hit, `weight` 0. `signals`:
+        each ranking signal's factor in `lexical` (query/signals.py), by name; null for a note
+        only semantic recall found."""
         coverage = p.shares.get(path)
+        c = p.candidates.get(path)
+        factors = signals.explain(dataclasses.replace(c, share=coverage), self.core.config.search) if c else None
         if path not in p.parts:
-            return {"lexical": score, "coverage": coverage, "semantic": None, "section": None, "weight": 0.0}
+            return {"lexical": score, "coverage": coverage, "semantic": None, "section": None, "weight": 0.0,
+                    "signals": factors}
         lexical, cos, line = p.parts[path]
         return {"lexical": round(lexical, 4), "coverage": coverage, "semantic": None if cos is None else round(cos, 4),
-                "section": line, "weight": p.weight}
+                "section": line, "weight": p.weight, "signals": factors}
 
     def _snippets(self, note: Note, matcher: Matcher, tags: set[str] = frozenset()) -> list:
         """The best lines of `note` for the query; for a `tag:` a heading of it carries (Org
