@@ -26,7 +26,7 @@ from functools import lru_cache
 from ..errors import QueryError
 from ..parse import BINARY
 from ..paths import cut, open_note
-from .ranking import note_filter
+from .operators import note_filter
 
 if TYPE_CHECKING:
     from ..store.vault_state import VaultState

@@ -35,7 +35,7 @@ from ..store.index import CJK_RUN, SYMBOL, TEXT_FIELDS
 from . import signals, stopwords_ko
 from . import korean  # Korean words by their stems and nouns
 from .analysis import EN as _EN, STOP as _STOP, bigrams, split as _split, terms  # moved there, used here
-from .operators import NAMES, OPERATORS, Operator, note_filter  # noqa: F401  (note_filter: list's and grep's)
+from .operators import NAMES, OPERATORS, Operator
 
 _Q, _O = tantivy.Query, tantivy.Occur
 _STOP_WEIGHT = 0.25

@@ -15,7 +15,8 @@ from ..render import cost
 from ..store.index import CJK_RUN
 from ..store.state import changed_ns
 from . import context as ctx
-from .ranking import bigrams, content_words, note_filter, stem
+from .operators import note_filter
+from .ranking import bigrams, content_words, stem
 from .snippets import Matcher
 from .tiers import MINUTE_NS, bulk_minutes, hot
 
