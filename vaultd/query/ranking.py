@@ -145,16 +145,16 @@ class Plan:
     """What finds each plain word (stop words aside): the share of them a note holds scales
     its score (see blend)."""
     shares: dict[str, float] = field(default_factory=dict)
-    """Each candidate's share of the units (see blend), when counted: set by Search.rank."""
+    """Each candidate's share of the units (see blend), when counted: set by Searcher.rank."""
     weight: float = 0.0
-    """The share of the semantic part in the scores (see Search.rank), 0 without it."""
+    """The share of the semantic part in the scores (see Searcher.rank), 0 without it."""
     estimated: bool = False
-    """Whether the total is estimated: set by Search.rank (see NoteIndex.search)."""
+    """Whether the total is estimated: set by Searcher.rank (see NoteIndex.search)."""
     candidates: dict[str, signals.Candidate] = field(default_factory=dict)
-    """What the ranking signals read of each note found, by path: set by Search.rank, shown by `explain`."""
+    """What the ranking signals read of each note found, by path: set by Searcher.rank, shown by `explain`."""
     parts: dict[str, tuple] = field(default_factory=dict)
     """With semantic recall, each ranked note's (lexical score, best section's cosine or
-    None, that section's first line or None): set by Search.rank, shown by `explain`."""
+    None, that section's first line or None): set by Searcher.rank, shown by `explain`."""
 
 
 PHRASE_SCAN = 64 << 20
