@@ -21,12 +21,32 @@ the files on disk and resolves every link afresh:
 The generated row is a seeded vault of about 200 notes (tests/test_split_property.py's
 generator): eight over 15 KB, copies and drafts sharing identifiers across folders, every
 link syntax and identity form. Exits 1 when any of those columns is bad.
+
+    python bench/split_corpora.py --rename            # the rename mode (issue 42), same corpora
+    python bench/split_corpora.py --rename --every 5  # every fifth note only
+
+With --rename, on a copy of each corpus, every note that another note links to is renamed,
+one at a time (a Denote note to "<its title> renamed", keeping its identifier; any other to
+"<its file name> renamed"), then undone, through the library (rename.job.Renamer on a real
+Vault). After each rename every link of the vault is compared with where it led before, by
+the index's link graph (its line, and its place among the links of that line, identify it;
+the renamed note stands for itself at its new name):
+  - newly broken: links that resolved before and are broken after;
+  - re-targeted: links that lead to another note or heading than before (or are gone, or new);
+  - labels changed: labels that are not as they were, but for those that said the old title,
+    which say the new one (counted as followed);
+  - undo identical: after its undo, every file the rename wrote is byte for byte as before
+    (the `.vaultd/` journal aside) and every link leads where it led; and the whole tree is
+    as it was once every rename is done and undone.
+Refused renames are counted with their reasons (a title that makes no file name, a name
+taken, a link that would change where it leads): refused, nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -40,6 +60,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from split_oracle import View, compare, doubled_spaces, lines_lost, read_tree  # noqa: E402
 from vaultd.config import Config  # noqa: E402
 from vaultd.errors import QueryError  # noqa: E402
+from vaultd.parse.denote import parse_name  # noqa: E402
+from vaultd.parse.syntaxes import DENDRON  # noqa: E402
+from vaultd.rename.plan import shown  # noqa: E402
+from vaultd.rename.job import Renamer  # noqa: E402
 from vaultd.vault import Vault  # noqa: E402
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
@@ -68,12 +92,17 @@ def apply_all(v: Vault, over: list[dict] | None = None) -> tuple[list[str], list
     return ops, refused
 
 
+def writable(vault: Path) -> None:
+    """A copy of a read-only tree made writable: the splitter and rename refuse read-only files."""
+    for path in [vault, *vault.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(path.stat().st_mode | 0o200)
+
+
 def run(name: str, vault: Path, work: Path) -> tuple[dict, list[str]]:
     """One row of the table, and lines of detail for stderr."""
     detail: list[str] = []
-    for path in [vault, *vault.rglob("*")]:  # a copy of a read-only tree: the splitter skips read-only files
-        if not path.is_symlink():
-            path.chmod(path.stat().st_mode | 0o200)
+    writable(vault)
     original = read_tree(vault)
     before_view = View(original)
     cfg = Config(vault=str(vault), state_dir=str(work / "state"))
@@ -127,11 +156,121 @@ def run(name: str, vault: Path, work: Path) -> tuple[dict, list[str]]:
     return row, detail
 
 
+# -- the rename mode --------------------------------------------------------------------------
+
+RENAME_COLUMNS = ["corpus", "notes", "linked to", "renamed", "refused", "links rewritten", "labels followed",
+                  "newly broken", "re-targeted", "labels changed", "undo identical", "ms per rename"]
+RENAME_BAD = ["newly broken", "re-targeted", "labels changed"]
+
+
+def meanings(v: Vault) -> dict[tuple[str, int, int], tuple]:
+    """Every link of the vault, by (note, line, place in the line): where it leads (note,
+    line, broken) and its label, as the index's link graph says."""
+    out = {}
+    for src in sorted(v.notes):
+        seen: Counter = Counter()
+        for r in v.graph.links(src):
+            out[(src, r.link.line, seen[r.link.line])] = (r.target, r.line, r.broken is not None, shown(r.link))
+            seen[r.link.line] += 1
+    return out
+
+
+def rename_title(note) -> str:
+    """The new title a note gets: a Denote note its title, renamed; a Dendron note its
+    hierarchy name, one word still (`a.b-renamed`); any other its file name, renamed."""
+    stem = note.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    if DENDRON.hierarchy(stem):
+        return f"{stem}-renamed"
+    return f"{note.title if parse_name(stem) else stem} renamed"
+
+
+def compare_renamed(before: dict, after: dict, old: str, new: str, title: str, retitled: str) -> Counter:
+    """What changed between two `meanings` of the vault across the rename of `old` (titled
+    `title`) to `new` (titled `retitled`)."""
+    back = lambda p: old if p == new else p  # noqa: E731  the renamed note stands for itself
+    after = {(back(k[0]), *k[1:]): (back(m[0]), *m[1:]) for k, m in after.items()}
+    out: Counter = Counter()
+    for k in before.keys() | after.keys():
+        b, a = before.get(k), after.get(k)
+        if a is None or b is None:
+            out["re-targeted"] += 1
+            continue
+        if not b[2] and a[2]:
+            out["newly broken"] += 1
+        elif not b[2] and a[:2] != b[:2]:
+            out["re-targeted"] += 1
+        if a[3] != b[3]:
+            out["labels followed" if (b[3], a[3]) == (title, retitled) else "labels changed"] += 1
+    return out
+
+
+def rename_run(name: str, vault: Path, work: Path, every: int = 1) -> tuple[dict, list[str]]:
+    """One row of the rename table, and lines of detail for stderr."""
+    writable(vault)
+    original = read_tree(vault)
+    cfg = Config(vault=str(vault), state_dir=str(work / "state"))
+    cfg = msgspec.structs.replace(cfg, split=msgspec.structs.replace(cfg.split, quiet=0.0)).load()
+    v = Vault(cfg)
+    counts: Counter = Counter()
+    refusals: Counter = Counter()
+    detail, times = [], []
+    try:
+        v.reconcile()
+        renamer = Renamer(v.core, v.link_graph, v.writer)
+        start = meanings(v)
+        linked = sorted(t for t, srcs in v.graph.back.items() if srcs - {t} and t in v.notes)
+        for path in linked[::every]:
+            note = v.notes[path]
+            title = rename_title(note)
+            t = time.perf_counter()
+            try:
+                res = renamer.rename(path, title, check_editors=False)
+            except QueryError as e:
+                counts["refused"] += 1
+                refusals[str(e).split(": ", 1)[-1][:90]] += 1
+                if len(detail) < 12:
+                    detail.append(f"  refused: {path}: {e}")
+                continue
+            times.append(time.perf_counter() - t)
+            counts["renamed"] += 1
+            counts["links rewritten"] += res["rewritten"]
+            now = compare_renamed(start, meanings(v), path, res["to"], note.title, v.notes[res["to"]].title)
+            counts.update(now)
+            if any(now[c] for c in RENAME_BAD) and len(detail) < 12:
+                detail.append(f"  {path} -> {res['to']}: {dict(now)}")
+            v.split_undo(res["op"])
+            same = all(original.get(f) == _read(vault / f) for f in res["files"]) and meanings(v) == start
+            counts["undo differs"] += not same
+            if not same and len(detail) < 12:
+                detail.append(f"  undo of {path} -> {res['to']} is not byte-identical")
+    finally:
+        v.close()
+    notes = lambda tree: {p: b for p, b in tree.items() if not p.startswith(".vaultd/")}  # noqa: E731
+    whole = notes(read_tree(vault)) == notes(original)
+    row = {"corpus": name, "notes": len(v.notes), "linked to": len(linked), "renamed": counts["renamed"],
+           "refused": counts["refused"], "links rewritten": counts["links rewritten"],
+           "labels followed": counts["labels followed"], "newly broken": counts["newly broken"],
+           "re-targeted": counts["re-targeted"], "labels changed": counts["labels changed"],
+           "undo identical": "yes" if whole and not counts["undo differs"] else "NO",
+           "ms per rename": f"{1000 * statistics.median(times):.0f}" if times else "-"}
+    detail += [f"  refused x{n}: {why}" for why, n in refusals.most_common(5)]
+    return row, detail
+
+
+def _read(p: Path) -> bytes | None:
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpora", nargs="*")
     ap.add_argument("--no-generated", action="store_true", help="leave out the generated vault")
     ap.add_argument("--seed", type=int, default=1, help="of the generated vault")
+    ap.add_argument("--rename", action="store_true", help="the rename mode: rename every note linked to, one at a time")
+    ap.add_argument("--every", type=int, default=1, help="rename mode: every Nth note linked to only")
     args = ap.parse_args()
     corpora = [Path(c) for c in args.corpora] or sorted(p for p in (SHARED / "corpora").iterdir() if p.is_dir())
     sources: list[tuple[str, Path | dict[str, str]]] = [(c.name, c) for c in corpora]
@@ -140,8 +279,9 @@ def main() -> int:
 
         gv = big_vault(args.seed)
         sources.append((f"generated (seed {args.seed}, {len(gv.files)} notes)", gv.files))
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|" + "---|" * len(COLUMNS))
+    columns, bad_columns = (RENAME_COLUMNS, RENAME_BAD) if args.rename else (COLUMNS, BAD)
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
     failed = False
     for name, src in sources:
         work = Path(tempfile.mkdtemp(prefix="vs"))
@@ -154,12 +294,12 @@ def main() -> int:
                 for rel, text in src.items():
                     (vault / rel).parent.mkdir(parents=True, exist_ok=True)
                     (vault / rel).write_bytes(text.encode())
-            row, detail = run(name, vault, work)
+            row, detail = rename_run(name, vault, work, args.every) if args.rename else run(name, vault, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        bad = any(row[c] for c in BAD) or row["undo identical"] != "yes"
+        bad = any(row[c] for c in bad_columns) or row["undo identical"] != "yes"
         failed |= bad
-        print("| " + " | ".join(str(row[c]) for c in COLUMNS) + " |", flush=True)
+        print("| " + " | ".join(str(row[c]) for c in columns) + " |", flush=True)
         print(f"{name}: {time.perf_counter() - t:.1f} s{' BAD' if bad else ''}", file=sys.stderr)
         for line in detail:
             print(line, file=sys.stderr)

@@ -272,3 +272,23 @@ def test_denote_slug_follows_denote_sluggify_title():
     assert denote_slug("  Hello_World -- (draft) ") == "hello-world-draft"
     assert denote_slug("가치관에 대해") == "가치관에-대해"
     assert denote_slug("a.b/c=d") == "abcd"
+
+
+def test_a_yaml_block_title_is_rewritten_on_its_one_line_or_refused(tmp_path):
+    v = _vault(tmp_path, {
+        "proj.one.md": "---\nid: x1\ntitle: >-\n    Project One\ndesc: ''\n---\n\nOne.\n",
+        "proj.two.md": "---\ntitle: |\n  Project\n  Two\n---\n\nTwo.\n",
+        "index.md": "[[proj.one]] [[proj.two]] [[Project One|proj.one]]\n",
+    })
+    try:
+        res = _renamer(v).rename("proj.one", "proj.first")
+        assert (v.root / res["to"]).read_text() == "---\nid: x1\ntitle: >-\n    proj.first\ndesc: ''\n---\n\nOne.\n"
+        assert v.notes["proj.first.md"].title == "proj.first" and not v.notes["proj.first.md"].problems
+        # Dendron's [[label|note.name]] keeps its form and what it shows
+        assert (v.root / "index.md").read_text() == "[[proj.first]] [[proj.two]] [[Project One|proj.first]]\n"
+        before = _tree(v.root)
+        with pytest.raises(QueryError, match="YAML block of 2 lines"):
+            _renamer(v).rename("proj.two", "proj.second")
+        assert _tree(v.root) == before
+    finally:
+        v.close()

@@ -138,6 +138,8 @@ _ORG_TITLE = re.compile(r"^([ \t]*#\+title:[ \t]*)(.*?)([ \t]*)$", re.IGNORECASE
 _KEY_TITLE = re.compile(r"^(title:[ \t]*)(.*?)([ \t]*)$")
 _TOML_TITLE = re.compile(r"^(title[ \t]*=[ \t]*)(.*?)([ \t]*)$")
 _TEXT_KEY = re.compile(r"^\w+:")
+_YAML_BLOCK = re.compile(r"^[|>][-+]?\d*$")
+_YAML_CONTINUED = re.compile(r"^([ \t]+)(\S.*?)([ \t]*)$")
 _ORG_HEADING = re.compile(r"^\*+[ \t]")
 _YAML_SPECIAL = re.compile(r"^[-?:,\[\]{}#&*!|>'\"%@`]|: | #|:$|^(?:true|false|yes|no|on|off|null|~|[-+.\d_eE:]+)$",
                            re.IGNORECASE)
@@ -172,6 +174,16 @@ def _title_value(syntax: str, old: str, title: str) -> str:
     return title
 
 
+def _block_line(path: str, lines: list[str], at: int, where: range) -> tuple[int, re.Match]:
+    """The one line of the YAML block scalar whose key is on line `at`, and its match.
+    RenameError when the block holds more than one line (none is added or removed)."""
+    held = [i for i in range(at + 1, where.stop) if _YAML_CONTINUED.match(lines[i].removesuffix("\r"))]
+    held = [i for k, i in enumerate(held) if i == at + 1 + k]  # the lines right after the key
+    if len(held) != 1:
+        raise RenameError(f"{path}: its title is a YAML block of {len(held)} lines: rename it by hand ({NOTHING})")
+    return held[0], _YAML_CONTINUED.match(lines[held[0]].removesuffix("\r"))
+
+
 def retitle(path: str, data: bytes, title: str) -> bytes | None:
     """The note's bytes with its title keyword saying `title` (its key, spacing and line
     ending kept), None when it writes none. RenameError when it is not UTF-8."""
@@ -182,9 +194,12 @@ def retitle(path: str, data: bytes, title: str) -> bytes | None:
         raise RenameError(f"{path} is not UTF-8: its title cannot be written anew; {NOTHING}") from None
     where, pattern, syntax = _title_place(path, lines)
     for i in where:
-        cr = "\r" if lines[i].endswith("\r") else ""
         m = pattern.match(lines[i].removesuffix("\r"))
+        if m and syntax == "yaml" and _YAML_BLOCK.match(m[2]):  # `title: >-`, the title on the next line
+            i, m = _block_line(path, lines, i, where)
+            syntax = "org"  # that line holds the title as it is
         if m:
+            cr = "\r" if lines[i].endswith("\r") else ""
             lines[i] = m[1] + _title_value(syntax, m[2], title) + m[3] + cr
             return bom + "\n".join(lines).encode()
     return None
@@ -296,10 +311,16 @@ def _followed(link: Link, here: Note, want: tuple[str, int | None], ahead: Graph
     text = rewrite(written, here.path) if moved else written.raw
     if text != link.raw:
         back = links_in(text, org)
-        if len(back) != 1 or back[0].label != written.label:
+        if len(back) != 1 or shown(back[0]) != shown(written):
             raise RenameError(f"{here.path}:{link.line}: {link.raw} written anew as {text} does not read as one "
-                              f"link labelled {written.label!r}; {NOTHING}")
+                              f"link showing {shown(written)!r}; {NOTHING}")
     return text, moved, relabel is not None
+
+
+def shown(link: Link) -> str:
+    """The label a link shows as its user wrote it: a Dendron link's is its first part
+    (`[[label|note.name]]`), rewritten as an Obsidian alias where the new name holds a blank."""
+    return link.target if syntax_of(link) is DENDRON else link.label
 
 
 def edited(data: bytes, path: str, edits: list[Edit]) -> bytes:
@@ -381,9 +402,9 @@ def plan_rename(note: Note, data: bytes, title: str, graph: Graph, read: Callabl
     if to == note.path and renamed == data:
         raise RenameError(f"{note.path} is already titled {title!r}; {NOTHING}")
     moved = parse_file(to, renamed)
-    if body is not None and moved.title != title:
-        raise RenameError(f"{note.path}: its title keyword, written anew, would read as {moved.title!r}, not "
-                          f"{title!r}; {NOTHING}")
+    if body is not None and (moved.title != title or not set(moved.problems) <= set(note.problems)):
+        why = next(iter(set(moved.problems) - set(note.problems)), f"it would read as {moved.title!r}")
+        raise RenameError(f"{note.path}: its title keyword cannot say {title!r} ({why}); {NOTHING}")
     ahead = graph.what_if({to: moved}, [note.path] if to != note.path else [])
     plan = Plan(note=note.path, to=to)
     part = Part(to, moved.id)  # a Denote note keeps its identifier
