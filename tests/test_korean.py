@@ -110,3 +110,43 @@ def test_a_query_word_is_searched_by_its_stem_or_noun():
     assert korean.forms("다크모드로") == ("다크모드", "다크", "모드")  # a note may write them apart
     assert korean.forms("어떻게") == ()  # a function word
     assert korean.forms("접었다") == ()  # 접: one syllable starts too many words
+
+
+@pytest.fixture(scope="module")
+def loanwords(tmp_path_factory):
+    """Notes writing loanwords one way (`메시지`, `디렉터리`) in their text only (no title or
+    heading holds them: the typo step's vocabulary does not), and a note saying `거기`."""
+    root = tmp_path_factory.mktemp("ko-loanwords") / "vault"
+    root.mkdir()
+    (root / "커밋 규칙.md").write_text("# 커밋 규칙\n\n커밋 메시지는 짧게 쓰고 본문에 이유를 적는다.\n")
+    (root / "셸 도구.md").write_text("# 셸 도구\n\n자주 가는 디렉터리로 옮겨 주는 도구들.\n")
+    (root / "여행.md").write_text("# 여행\n\n거기에 가면 바다가 보인다.\n")
+    for i in range(4):
+        (root / f"메모 {i}.md").write_text(f"# 메모 {i}\n\n오늘은 산책을 했다.\n")
+    v = Vault(Config(vault=str(root), state_dir=str(root.parent / "state")).load())
+    v.reconcile()
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("q, note", [("메세지", "커밋 규칙.md"), ("커밋 메세지를", "커밋 규칙.md"),
+                                     ("디렉토리", "셸 도구.md")])
+def test_a_loanword_finds_the_notes_that_spell_it_otherwise(loanwords, q, note):
+    """`메세지` shares no bigram with `메시지` (세/시: ㅔ/ㅣ), `디렉토리` one of three with
+    `디렉터리` (토/터: ㅗ/ㅓ): the vault's own spelling is searched as a word start too."""
+    got = _paths(loanwords, q)
+    assert got[:1] == [note], got
+
+
+def test_a_short_word_is_not_searched_by_other_spellings(loanwords):
+    """`고기` (meat) and `거기` (there) are different words: two syllables are never respelled."""
+    assert "여행.md" not in _paths(loanwords, "고기")
+
+
+def test_other_spellings():
+    for typed, written in [("디렉토리", "디렉터리"), ("메세지", "메시지"), ("탬플릿", "템플릿"), ("컨텐츠", "콘텐츠"),
+                           ("스케쥴", "스케줄"), ("비지니스", "비즈니스"), ("어플리케이션", "애플리케이션"),
+                           ("써버들", "서버들"), ("셋팅을", "세팅을"), ("리포지토리", "레포지터리")]:
+        assert written in korean.other_spellings(typed), typed
+    assert korean.other_spellings("고기") == [] and korean.other_spellings("abc") == []
+    assert "디렉토리" not in korean.other_spellings("디렉토리")

@@ -40,10 +40,16 @@ MIN_FORM = 2
 """The fewest syllables a form is searched by: one syllable (`접` of `접었다`, `툴`) starts
 too many words."""
 
-WORD_WEIGHT = 2.0
-"""A form held as a word start scores this times its idf, beside the bigrams the word's
-notes hold anyway. Korean anchors (obsidian-help/ko) MRR +0.016 at 1.0, +0.030 at 2.0,
-+0.032 at 3.0, where the Korean dev queries lost two more places."""
+WORD_WEIGHT = 5.0
+IDF_CAP = 1.5
+"""A form held as a word start scores WORD_WEIGHT x its idf, the idf counted up to IDF_CAP
+(a form in fewer than about a fifth of the notes scores WORD_WEIGHT x IDF_CAP), beside the
+bigrams the word's notes hold anyway. The word start says that a note holds the word itself;
+how rare the word is, its bigrams' BM25 says already: an uncapped idf let one rare word a
+note merely mentions outweigh the rest of a paraphrase (`점프` of `프록시 점프` over the note
+on `디렉터리 이동` tools). Measured on Korean anchors (obsidian-help/ko, 376) and the Korean
+dev queries (23) against no word starts (0.710, 0.842): uncapped at 2.0, 0.740 and 0.824;
+capped at 2 x 3.5, 0.748 and 0.842; at 1.5 x 5, 0.750 and 0.849; at 1 x 8, 0.751 and 0.849."""
 
 PART_WEIGHT = 0.5
 """A part of a word of several content morphemes (`다크`, `모드` of `다크모드로`) weighs this
@@ -110,18 +116,80 @@ def _less_particle(word: str) -> str:
 
 
 def word_clause(schema: tantivy.Schema, searcher: tantivy.Searcher, word: str) -> tantivy.Query | None:
-    """The notes holding a word that starts with one of `word`'s forms, each form scored
-    WORD_WEIGHT (its parts PART_WEIGHT of that) x its idf, from the notes holding such words
-    (their counts summed in the index's term dictionary); None when no note holds one."""
+    """The notes holding a word that starts with one of `word`'s forms or their other
+    spellings the vault holds (see spellings), each form scored WORD_WEIGHT (its parts
+    PART_WEIGHT of that) x its idf, from the notes holding such words (their counts summed in
+    the index's term dictionary); None when no note holds one."""
     clauses = []
     n = max(1, searcher.num_docs)
     for i, form in enumerate(forms(word)):
-        df = min(n, sum(c for _, c in searcher.terms_with_prefix(WORDS, form)))
+        written = spellings(searcher, form)
+        df = min(n, sum(c for w in written for _, c in searcher.terms_with_prefix(WORDS, w)))
         if df:
-            weight = WORD_WEIGHT * (PART_WEIGHT if i else 1.0) * math.log(1 + (n - df + 0.5) / (df + 0.5))
-            prefix = tantivy.Query.fuzzy_term_query(schema, WORDS, form, 0, True, True)
+            idf = min(IDF_CAP, math.log(1 + (n - df + 0.5) / (df + 0.5)))
+            weight = WORD_WEIGHT * (PART_WEIGHT if i else 1.0) * idf
+            prefix = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(
+                schema, WORDS, w, 0, True, True)) for w in written])
             clauses.append((tantivy.Occur.Should, tantivy.Query.const_score_query(prefix, weight)))
     return tantivy.Query.boolean_query(clauses) if clauses else None
+
+
+VOWELS = ((4, 8), (1, 5), (5, 20), (1, 4), (4, 6), (8, 12), (13, 17), (0, 2), (18, 20))
+"""Pairs of medial jamo (indices in Unicode's order: ㅏ 0, ㅐ 1, ㅑ 2, ㅓ 4, ㅔ 5, ㅕ 6, ㅗ 8,
+ㅛ 12, ㅜ 13, ㅠ 17, ㅡ 18, ㅣ 20) a loanword is written with either of (외래어 표기): ㅓ/ㅗ
+(디렉터리, 디렉토리; 콘텐츠, 컨텐츠), ㅐ/ㅔ (내비게이션, 네비게이션; 템플릿, 탬플릿), ㅔ/ㅣ
+(메시지, 메세지; 리포지토리, 레포지토리), ㅐ/ㅓ (애플리케이션, 어플리케이션), a glide or not
+(ㅓ/ㅕ, ㅗ/ㅛ, ㅜ/ㅠ, ㅏ/ㅑ: 스케줄, 스케쥴), ㅡ/ㅣ (비즈니스, 비지니스)."""
+
+INITIALS = ((0, 1), (3, 4), (7, 8), (9, 10), (12, 13))
+"""Initial jamo plain or tense (ㄱ/ㄲ, ㄷ/ㄸ, ㅂ/ㅃ, ㅅ/ㅆ, ㅈ/ㅉ: 서버, 써버)."""
+
+FINALS = ((0, 19),)
+"""A final ㅅ or none (세팅, 셋팅)."""
+
+SPELLING_MIN = 3
+"""The fewest syllables of a form searched by its other spellings too: two-syllable words one
+vowel apart are often different words (고기, 거기)."""
+
+
+def _syllable_spellings(ch: str) -> list[str]:
+    """The syllables `ch` may be written as in a loanword: one jamo swapped by VOWELS,
+    INITIALS or FINALS."""
+    k = ord(ch) - 0xAC00
+    if not 0 <= k < 11172:
+        return []
+    lead, vowel, tail = k // 588, k % 588 // 28, k % 28
+    out = []
+    for pairs, part in ((INITIALS, 0), (VOWELS, 1), (FINALS, 2)):
+        jamo = (lead, vowel, tail)[part]
+        for a, b in pairs:
+            if jamo in (a, b):
+                alt = [lead, vowel, tail]
+                alt[part] = b if jamo == a else a
+                out.append(chr(0xAC00 + (alt[0] * 21 + alt[1]) * 28 + alt[2]))
+    return out
+
+
+def other_spellings(form: str) -> list[str]:
+    """`form` written otherwise as a loanword may be: one syllable, or two of a form of four
+    or more, with a jamo swapped (see _syllable_spellings); none for a form of fewer than
+    SPELLING_MIN syllables."""
+    if len(form) < SPELLING_MIN or not _HANGUL.search(form):
+        return []
+    alts = [_syllable_spellings(ch) for ch in form]
+    out = [form[:i] + a + form[i + 1 :] for i in range(len(form)) for a in alts[i]]
+    if len(form) >= 4:
+        out += [form[:i] + a + form[i + 1 : j] + b + form[j + 1 :]
+                for i in range(len(form)) for j in range(i + 1, len(form)) for a in alts[i] for b in alts[j]]
+    return list(dict.fromkeys(out))
+
+
+def spellings(searcher: tantivy.Searcher, form: str) -> list[str]:
+    """`form` and its other spellings (other_spellings) some note holds as a word start, as
+    the vault writes them (`디렉토리` gives `디렉토리`, `디렉터리`): an equivalence, as case is
+    in Latin words, found in the index's term dictionary (microseconds a look-up)."""
+    others = [w for w in other_spellings(form) if searcher.terms_with_prefix(WORDS, w, limit=1)]
+    return [form, *others]
 
 
 def inside_only(searcher: tantivy.Searcher, word: str) -> bool:
