@@ -126,7 +126,7 @@ def stem(word: str) -> str:
 
 
 @dataclass
-class Plan:
+class QueryPlan:
     """A parsed query: the Tantivy query, and what snippets should look for."""
 
     query: tantivy.Query | None
@@ -173,7 +173,7 @@ class _Builder:
 
     def stem_terms(self, s: str) -> list[tantivy.Query]:
         """The stem in each field stem_clause weighs, unweighed: the notes it finds, as a plain
-        union finds them (for Plan.units: at 100,000 notes, searched among the candidates
+        union finds them (for QueryPlan.units: at 100,000 notes, searched among the candidates
         up to 1.7x faster than the weighed clause, whose per-field max reads postings near each)."""
         return [_Q.term_query(self.schema, f, s) for f in _FIELDS]
 
@@ -432,7 +432,7 @@ def _distance(a: str, b: str) -> int:
 
 
 def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: Search, text_bytes: int = 0,
-         vocabulary=None) -> Plan:
+         vocabulary=None) -> QueryPlan:
     """`text_bytes`: the size of all notes indexed, which bounds what a phrase costs;
     `vocabulary`: a callable giving the Vocabulary typos are corrected into (built on first use)."""
     p = parse(text)
@@ -456,7 +456,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
     text_required = bool(p.required or p.phrases)
     if not should and not must:
         if not must_not:
-            return Plan(query=None, parsed=p)
+            return QueryPlan(query=None, parsed=p)
         must.append(_Q.all_query())
     # Plain words: at least one must match, unless +words or "phrases" already say what must.
     sq = [(_O.Should if text_required else _O.Must, _Q.boolean_query([(_O.Should, q) for q in should]))] if should else []
@@ -465,7 +465,7 @@ def plan(schema: tantivy.Schema, searcher: tantivy.Searcher, text: str, boosts: 
         return _Q.boolean_query([(_O.Must, q) for q in must] + [(_O.MustNot, q) for q in must_not] + sq)
 
     words = [w.lower() for w in _WORD.findall(" ".join(p.words + p.required + p.phrases + p.titles + corrected))]
-    return Plan(query=query(must), checks=checks, strict=lambda: query([strict.get(i, q) for i, q in enumerate(must)]),
+    return QueryPlan(query=query(must), checks=checks, strict=lambda: query([strict.get(i, q) for i, q in enumerate(must)]),
                 words=list(dict.fromkeys(words + cjk)), terms=terms(plain), units=units,
                 stems=list(dict.fromkeys(stems + _split(" ".join(p.required + p.phrases + p.titles + corrected))[0])),
                 parsed=p)

@@ -22,7 +22,7 @@ from ..paths import cut, open_note
 from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
 from . import stopwords_ko
 from . import signals
-from .ranking import Plan, Vocabulary, bigrams, covered, plan
+from .ranking import QueryPlan, Vocabulary, bigrams, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import cold_test
 
@@ -65,7 +65,7 @@ class Searcher:
             self._sized = (notes, sum(n.size for n in notes.values()))
         return self._sized[1]
 
-    def rank(self, q: str, limit: int, scope: str = "auto") -> tuple[int, list[tuple[float, Note]], Plan, bool]:
+    def rank(self, q: str, limit: int, scope: str = "auto") -> tuple[int, list[tuple[float, Note]], QueryPlan, bool]:
         """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether
         COLD notes were searched). scope "auto" leaves COLD out unless WARM finds fewer than
         tiers.min_results; "warm" always leaves it out; "all" searches everything."""
@@ -204,7 +204,7 @@ class Searcher:
                 "cold": with_cold,
                 "generation": core.generation, "hits": hits}
 
-    def _explain(self, p: Plan, path: str, score: float) -> dict:
+    def _explain(self, p: QueryPlan, path: str, score: float) -> dict:
         """The parts of a hit's score: `lexical` (BM25 blended with coverage, anchors, recency and
         tier), `coverage` (the share of the query's words it holds, null when not counted) and,
         with semantic recall on, `semantic` (the cosine of the note's best section to the query,

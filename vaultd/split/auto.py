@@ -113,7 +113,7 @@ class Splits:
         return {"threshold": cfg.threshold, "warn": cfg.warn, "mode": cfg.mode, "over": over, "cannot": cannot,
                 "growing": growing}
 
-    def plan(self, path: str, names_taken: tuple[set[str], set[str]] | None = None) -> split.Plan:
+    def plan(self, path: str, names_taken: tuple[set[str], set[str]] | None = None) -> split.SplitPlan:
         """The checked plan to split `path` (see split.plan_split). A file over the size cap,
         the note or one whose links the split rewrites, is refused, and never read whole:
         vaultd reads only its first max_file_mb, and writing it from those would lose the rest."""
@@ -180,7 +180,7 @@ class Splits:
             return False
         return as_written(self.core.state.state, path, st.st_mtime_ns, st.st_size)
 
-    def _write(self, plan: split.Plan, kind: str = journal.SPLIT, mode: int | None = None) -> dict:
+    def _write(self, plan: split.SplitPlan, kind: str = journal.SPLIT, mode: int | None = None) -> dict:
         """Apply a plan through the journal, note what vaultd wrote (not the user's activity),
         and index it. Returns the journal entry. `mode`: of the files it makes (see journal.apply)."""
         user = {}  # each file's time of change as the user left it: parts take the note's

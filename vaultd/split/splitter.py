@@ -45,7 +45,7 @@ _SLUG = re.compile(r"[^\w]+", re.UNICODE)
 
 
 @dataclass
-class Plan:
+class SplitPlan:
     note: str
     changes: list[FileChange] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)
@@ -244,7 +244,7 @@ NAME_BYTES = 200
 
 def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
                read=lambda p: (Path(p)).read_bytes(), names_taken: tuple[set[str], set[str]] | None = None,
-               margin: int = 0) -> Plan:
+               margin: int = 0) -> SplitPlan:
     """What splitting `note` (whose file holds `data`) would write, checked (see `verify`).
     Raises SplitError. `names_taken`: `taken(graph)`, when the caller plans many notes
     (it reads every note). `margin`: bytes more kept free in each part (see the end)."""
@@ -310,7 +310,7 @@ def plan_split(note: Note, data: bytes, graph: Graph, vault: Path, cfg: Split,
     for i, (first, end, _) in enumerate(chunks):
         for ln in range(first + 1, end + 1):
             line_part[ln] = i
-    plan = Plan(note=note.path, parts=part_paths, oversized=oversized)
+    plan = SplitPlan(note=note.path, parts=part_paths, oversized=oversized)
 
     renumbered = _renumbered(heads, line_part, len(chunks)) if not org else {}
 
@@ -482,7 +482,7 @@ def _rewritten(note: str, link, path: str, at: str, part: Part) -> str:
     return unit.rewrite(link, at, part)
 
 
-def _write_parts(plan: Plan, note: Note, lines: list[bytes], nl: bytes, org: bool,
+def _write_parts(plan: SplitPlan, note: Note, lines: list[bytes], nl: bytes, org: bool,
                  chunks: list[tuple[int, int, str]], tops: list[bytes], own: list, hub_ids: list[str],
                  markdown: bool, heads: list[Heading], cfg: Split) -> bytes:
     """The note's own links rewritten (`own`), each part (its header `tops`, its lines) into
@@ -529,7 +529,7 @@ def _write_parts(plan: Plan, note: Note, lines: list[bytes], nl: bytes, org: boo
     return hub
 
 
-def _rewrite_others(plan: Plan, edits: dict[str, list[tuple[int, int, str, str]]], vault: Path, read) -> None:
+def _rewrite_others(plan: SplitPlan, edits: dict[str, list[tuple[int, int, str, str]]], vault: Path, read) -> None:
     """The other notes' links to moved text rewritten (`edits`), each note a change in `plan`."""
     for src, items in edits.items():
         before = read(vault / src)
@@ -540,7 +540,7 @@ def _rewrite_others(plan: Plan, edits: dict[str, list[tuple[int, int, str, str]]
         plan.rewritten += len(items)
 
 
-def verify(plan: Plan, graph: Graph) -> list[str]:
+def verify(plan: SplitPlan, graph: Graph) -> list[str]:
     """Every link the split can affect, resolved against the vault as it will be and
     compared with where it leads now: the same note (the hub, or the part that now holds
     the text) and the same heading or block, or broken for the same reason. The links
@@ -741,7 +741,7 @@ def _hub_list(org: bool, parts: list[str], chunks, ids: list[str], markdown: boo
     return ("\n".join(out) + "\n").encode()
 
 
-def diff(plan: Plan) -> str:
+def diff(plan: SplitPlan) -> str:
     out = []
     for c in plan.changes:
         a = (c.before or b"").decode(errors="replace").splitlines(keepends=True)
@@ -812,7 +812,7 @@ def done_splits(journal: Journal) -> dict[str, str]:
             if e.get("kind", SPLIT) == SPLIT and e["status"] == "done"}
 
 
-def stale_plan(entry: dict, vault: Path) -> Plan | None:
+def stale_plan(entry: dict, vault: Path) -> SplitPlan | None:
     """When the hub of the done split `entry` was saved with the text its parts hold (an
     editor's stale buffer of the whole note): the plan that removes the duplicate, so that
     the vault is what the user saved. The parts, as the split wrote them, are removed and
@@ -827,7 +827,7 @@ def stale_plan(entry: dict, vault: Path) -> Plan | None:
     moved = _lines(hub.before) - _lines(hub.after)  # the lines that went into the parts
     if not moved or sum((_lines(now) & moved).values()) * 2 < sum(moved.values()):
         return None  # an edit of the hub, not the whole text saved back
-    plan = Plan(note=hub.path, parts=[c.path for c in changes if c.before is None])
+    plan = SplitPlan(note=hub.path, parts=[c.path for c in changes if c.before is None])
     for c in changes:
         p = vault / c.path
         cur = read_like(p, c.before, c.after, room=1 << 20)

@@ -611,10 +611,10 @@ class NoteIndex:
         `cover`), from one searcher snapshot. Notes come from `by_key` (path_key -> note) when
         there: a stored document of a big note holds hundreds of links, and fetching fifty
         of them costs milliseconds. `cover(picked)`: the share of `units` (see
-        ranking.Plan.units) each picked hit (by its place in the list) holds, by path; None
+        ranking.QueryPlan.units) each picked hit (by its place in the list) holds, by path; None
         when there are fewer than two units. Asked for as the caller needs them.
 
-        `checks` (see ranking.Plan.checks): phrases `query` finds by their words only, checked
+        `checks` (see ranking.QueryPlan.checks): phrases `query` finds by their words only, checked
         in its best CHECKED hits, the best first, until `limit` of them hold them: those are
         the best with the phrases too (a note past them scores no more). Then the total is
         estimated, from the share of the hits checked that do, unless they were all the hits:
