@@ -11,8 +11,13 @@ A query set is a JSON list of {"query", "relevant": [paths], "corpus", "lang"?, 
 per corpus answers the queries (limit 10). Printed per group (all, by lang, by kind):
 Recall@1/5/10 (the share of queries with a relevant note in the top k), MRR (first
 relevant rank), heading accuracy (queries with a "heading": the top hit is relevant and
-one of its snippets sits under that heading), and the same for grep: files ranked by how
-many distinct query words they contain (case-insensitive), the way a grep pipeline would.
+one of its snippets sits under that heading), the same for grep: files ranked by how
+many distinct query words they contain (case-insensitive), the way a grep pipeline would,
+and for plain whole-word BM25: one Tantivy field for the file's text and one for its
+name, Tantivy's default tokenizer (words split at anything not a letter or digit,
+lower-cased), the query's words as terms in either (bm25_rank). Groups: all, by lang, by
+kind, by lang and kind, and `<lang>/sentence`: the questions and synonym queries (long
+sentences and paraphrases).
 """
 
 from __future__ import annotations
@@ -93,6 +98,44 @@ def grep_rank(texts: dict[str, str], query: str) -> list[str]:
     return [p for s, p in sorted(scored) if s < 0][:10]
 
 
+class BM25:
+    """Plain whole-word BM25 over one corpus's notes, in memory: a field for the file's text,
+    one for its file name (less the extension), the default tokenizer."""
+
+    def __init__(self, texts: dict[str, str]):
+        import tantivy
+
+        b = tantivy.SchemaBuilder()
+        b.add_text_field("path", stored=True, tokenizer_name="raw")
+        for f in ("text", "name"):
+            b.add_text_field(f, tokenizer_name="default")
+        self.schema = b.build()
+        self.index = tantivy.Index(self.schema)
+        w = self.index.writer(heap_size=50_000_000, num_threads=1)
+        for p, t in texts.items():
+            w.add_document(tantivy.Document(path=p, text=t, name=Path(p).stem))
+        w.commit()
+        w.wait_merging_threads()
+        self.index.reload()
+
+    def rank(self, query: str) -> list[str]:
+        """The top 10 files for the query's words (each a term in text or name, BM25 summed)."""
+        import tantivy
+
+        words = dict.fromkeys(w[:255] for w in BM25_WORD.findall(query.lower()))
+        clauses = [(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f, w)) for w in words
+                   for f in ("text", "name")]
+        if not clauses:
+            return []
+        s = self.index.searcher()
+        hits = s.search(tantivy.Query.boolean_query(clauses), 10).hits
+        return [s.doc(a)["path"][0] for _, a in hits]
+
+
+BM25_WORD = re.compile(r"[^\W_]+")
+"""A word as Tantivy's default tokenizer cuts text: a run of letters and digits."""
+
+
 def score(ranked: list[str], relevant: set[str]) -> tuple[float, float, float, float]:
     first = next((i for i, p in enumerate(ranked) if p in relevant), None)
     return (float(first == 0), float(first is not None and first < 5), float(first is not None and first < 10),
@@ -129,8 +172,10 @@ def main() -> int:
         for corpus, qs in sorted(by_corpus.items()):
             vault = work / "vaults" / corpus  # a copy (mtimes kept): a daemon never runs on the shared corpora
             shutil.copytree(Path(args.corpora) / corpus, vault, symlinks=True)
-            texts = {p.relative_to(vault).as_posix(): p.read_text(errors="replace").casefold()
-                     for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
+            raw = {p.relative_to(vault).as_posix(): p.read_text(errors="replace")
+                   for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()}
+            texts = {p: t.casefold() for p, t in raw.items()}
+            bm25 = BM25(raw)
             for semantic in modes:
                 t = time.monotonic()
                 d = Daemon(vault, work, semantic, args.semantic_config)
@@ -138,7 +183,7 @@ def main() -> int:
                     built[corpus] = time.monotonic() - t
                 try:
                     for q in qs:
-                        rows[semantic].append(_ask(d, q, texts, args.show_misses, corpus))
+                        rows[semantic].append(_ask(d, q, texts, bm25, args.show_misses, corpus))
                         if semantic and args.dump:
                             hits = d.ask("search", q=q["query"], limit=50, snippets=False, explain=True)["hits"]
                             dump[q.get("id", q["query"])] = {"q": q, "hits": [
@@ -167,7 +212,7 @@ def main() -> int:
     return 0
 
 
-def _ask(d: Daemon, q: dict, texts: dict[str, str], show_misses: bool, corpus: str) -> tuple:
+def _ask(d: Daemon, q: dict, texts: dict[str, str], bm25: BM25, show_misses: bool, corpus: str) -> tuple:
     res = d.ask("search", q=q["query"], limit=10)
     ranked = [h["path"] for h in res["hits"]]
     rel = set(q["relevant"])
@@ -179,8 +224,11 @@ def _ask(d: Daemon, q: dict, texts: dict[str, str], show_misses: bool, corpus: s
     s = score(ranked, rel)
     if show_misses and s[1] == 0:
         print(f"miss@5 [{corpus}] {q['query']!r} want {sorted(rel)[0]} got {ranked[:3]}")
-    groups = ["all", f"lang={q.get('lang', '?')}", f"kind={q.get('kind', '?')}"]
-    return groups, s, score(grep_rank(texts, q["query"]), rel), heading_ok
+    lang, kind = q.get("lang", "?"), q.get("kind", "?")
+    groups = ["all", f"lang={lang}", f"kind={kind}", f"{lang}/{kind}"]
+    if kind in ("question", "synonym"):
+        groups.append(f"{lang}/sentence")
+    return groups, s, score(grep_rank(texts, q["query"]), rel), heading_ok, score(bm25.rank(q["query"]), rel)
 
 
 def _groups(rows: list) -> list[str]:
@@ -193,17 +241,19 @@ def _means(rows: list, g: str) -> tuple:
 
 
 def _table(rows: list) -> None:
-    print("| group | n | R@1 | R@5 | R@10 | MRR | heading | grep R@1 | grep R@5 | grep R@10 | grep MRR |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| group | n | R@1 | R@5 | R@10 | MRR | heading | BM25 R@1 | BM25 R@5 | BM25 MRR | grep R@1 | grep R@5 "
+          "| grep R@10 | grep MRR |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for g in _groups(rows):
         sel = [r for r in rows if g in r[0]]
         n = len(sel)
         v = [sum(r[1][i] for r in sel) / n for i in range(4)]
         gr = [sum(r[2][i] for r in sel) / n for i in range(4)]
+        bm = [sum(r[4][i] for r in sel) / n for i in range(4)]
         hs = [r[3] for r in sel if r[3] is not None]
         h = f"{sum(hs) / len(hs):.2f} ({len(hs)})" if hs else "-"
         print(f"| {g} | {n} | {v[0]:.2f} | {v[1]:.2f} | {v[2]:.2f} | {v[3]:.3f} | {h} | "
-              f"{gr[0]:.2f} | {gr[1]:.2f} | {gr[2]:.2f} | {gr[3]:.2f} |")
+              f"{bm[0]:.2f} | {bm[1]:.2f} | {bm[3]:.3f} | {gr[0]:.2f} | {gr[1]:.2f} | {gr[2]:.2f} | {gr[3]:.2f} |")
 
 
 if __name__ == "__main__":
