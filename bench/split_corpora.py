@@ -35,6 +35,8 @@ the renamed note stands for itself at its new name):
   - re-targeted: links that lead to another note or heading than before (or are gone, or new);
   - labels changed: labels that are not as they were, but for those that said the old title,
     which say the new one (counted as followed);
+With --oracle, links are compared by a graph built afresh from the files on disk after each
+rename (tests/split_oracle.py's View), independent of the index's incremental update.
   - undo identical: after its undo, every file the rename wrote is byte for byte as before
     (the `.vaultd/` journal aside) and every link leads where it led; and the whole tree is
     as it was once every rename is done and undone.
@@ -163,13 +165,15 @@ RENAME_COLUMNS = ["corpus", "notes", "linked to", "renamed", "refused", "links r
 RENAME_BAD = ["newly broken", "re-targeted", "labels changed"]
 
 
-def meanings(v: Vault) -> dict[tuple[str, int, int], tuple]:
+def meanings(v: Vault, oracle: bool = False) -> dict[tuple[str, int, int], tuple]:
     """Every link of the vault, by (note, line, place in the line): where it leads (note,
-    line, broken) and its label, as the index's link graph says."""
+    line, broken) and what it shows, as the index's link graph says (`oracle`: as a graph
+    built afresh from the files on disk says, tests/split_oracle.py)."""
+    graph = View(read_tree(v.root)).graph if oracle else v.graph
     out = {}
-    for src in sorted(v.notes):
+    for src in sorted(graph.notes):
         seen: Counter = Counter()
-        for r in v.graph.links(src):
+        for r in graph.links(src):
             out[(src, r.link.line, seen[r.link.line])] = (r.target, r.line, r.broken is not None, shown(r.link))
             seen[r.link.line] += 1
     return out
@@ -204,7 +208,7 @@ def compare_renamed(before: dict, after: dict, old: str, new: str, title: str, r
     return out
 
 
-def rename_run(name: str, vault: Path, work: Path, every: int = 1) -> tuple[dict, list[str]]:
+def rename_run(name: str, vault: Path, work: Path, every: int = 1, oracle: bool = False) -> tuple[dict, list[str]]:
     """One row of the rename table, and lines of detail for stderr."""
     writable(vault)
     original = read_tree(vault)
@@ -217,7 +221,7 @@ def rename_run(name: str, vault: Path, work: Path, every: int = 1) -> tuple[dict
     try:
         v.reconcile()
         renamer = Renamer(v.core, v.link_graph, v.writer)
-        start = meanings(v)
+        start = meanings(v, oracle)
         linked = sorted(t for t, srcs in v.graph.back.items() if srcs - {t} and t in v.notes)
         for path in linked[::every]:
             note = v.notes[path]
@@ -234,12 +238,12 @@ def rename_run(name: str, vault: Path, work: Path, every: int = 1) -> tuple[dict
             times.append(time.perf_counter() - t)
             counts["renamed"] += 1
             counts["links rewritten"] += res["rewritten"]
-            now = compare_renamed(start, meanings(v), path, res["to"], note.title, v.notes[res["to"]].title)
+            now = compare_renamed(start, meanings(v, oracle), path, res["to"], note.title, v.notes[res["to"]].title)
             counts.update(now)
             if any(now[c] for c in RENAME_BAD) and len(detail) < 12:
                 detail.append(f"  {path} -> {res['to']}: {dict(now)}")
             v.split_undo(res["op"])
-            same = all(original.get(f) == _read(vault / f) for f in res["files"]) and meanings(v) == start
+            same = all(original.get(f) == _read(vault / f) for f in res["files"]) and meanings(v, oracle) == start
             counts["undo differs"] += not same
             if not same and len(detail) < 12:
                 detail.append(f"  undo of {path} -> {res['to']} is not byte-identical")
@@ -271,6 +275,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help="of the generated vault")
     ap.add_argument("--rename", action="store_true", help="the rename mode: rename every note linked to, one at a time")
     ap.add_argument("--every", type=int, default=1, help="rename mode: every Nth note linked to only")
+    ap.add_argument("--oracle", action="store_true",
+                    help="rename mode: compare links by a graph built afresh from the files (slower), not the index's")
     args = ap.parse_args()
     corpora = [Path(c) for c in args.corpora] or sorted(p for p in (SHARED / "corpora").iterdir() if p.is_dir())
     sources: list[tuple[str, Path | dict[str, str]]] = [(c.name, c) for c in corpora]
@@ -294,7 +300,7 @@ def main() -> int:
                 for rel, text in src.items():
                     (vault / rel).parent.mkdir(parents=True, exist_ok=True)
                     (vault / rel).write_bytes(text.encode())
-            row, detail = rename_run(name, vault, work, args.every) if args.rename else run(name, vault, work)
+            row, detail = rename_run(name, vault, work, args.every, args.oracle) if args.rename else run(name, vault, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         bad = any(row[c] for c in bad_columns) or row["undo identical"] != "yes"

@@ -292,3 +292,27 @@ def test_a_yaml_block_title_is_rewritten_on_its_one_line_or_refused(tmp_path):
         assert _tree(v.root) == before
     finally:
         v.close()
+
+
+def test_org_note_file_links_rewritten_id_links_only_relabeled(tmp_path):
+    v = _vault(tmp_path, {
+        "roam/plain.org": ":PROPERTIES:\n:ID:       1b7c2e0a-0000-4000-8000-000000000001\n:END:\n#+TITLE: Plain\n\nBody.\n",
+        "roam/sub/refs.org": "#+title: Refs\n\n[[file:../plain.org][Plain]], [[file:../plain.org::Body][at Body]], "
+                             "[[id:1b7c2e0a-0000-4000-8000-000000000001][Plain]], "
+                             "[[id:1b7c2e0a-0000-4000-8000-000000000001][mine]]\n",
+    })
+    try:
+        before = _tree(v.root)
+        res = _renamer(v).rename("roam/plain.org", "Plain Renamed")
+        assert res["to"] == "roam/Plain Renamed.org"
+        assert (v.root / res["to"]).read_text().endswith("#+TITLE: Plain Renamed\n\nBody.\n")
+        assert (v.root / "roam/sub/refs.org").read_text() == (
+            "#+title: Refs\n\n[[file:../Plain Renamed.org][Plain Renamed]], [[file:../Plain Renamed.org::Body][at Body]], "
+            "[[id:1b7c2e0a-0000-4000-8000-000000000001][Plain Renamed]], "
+            "[[id:1b7c2e0a-0000-4000-8000-000000000001][mine]]\n")
+        assert (res["rewritten"], res["relabeled"]) == (2, 2)
+        assert v.broken()["broken"] == []
+        v.split_undo(res["op"])
+        assert _tree(v.root) == before
+    finally:
+        v.close()
