@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEADLINE
+from conftest import DEADLINE, children, wait_for
 from lsprotocol import types as t
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
@@ -296,6 +298,62 @@ def test_completion_of_targets_headings_and_tags(edaemon, evault):
     assert "agents" in [i.label for i in otags.items]
 
 
+def test_org_completion_inside_an_existing_close_keeps_the_description(edaemon, evault):
+    """Completing inside a link whose `]]` is already written (an editor's electric pair):
+    `[[Mem|]]` gets `denote:ID][Title` (it was `denote:ID` alone: the description lost), a
+    description the user already wrote after the cursor (`[[Mem|][my words]]`) is kept,
+    and each link so made leads where it says."""
+    org = "projects/vaultd.org"
+    base = (evault / org).read_text()
+    typed = ["- [[Mem]]", "- [[Mem][my words]]", "- [[denote:2025]]", "- [[file:Dee]]", "- [[Mem"]
+    cursor = ["- [[Mem", "- [[Mem", "- [[denote:2025", "- [[file:Dee", "- [[Mem"]
+    first = len(base.split("\n")) - 1  # the typed lines follow the file's last newline
+    mem, deep = evault / MEMORY, evault / "notes/Deep work.md"
+
+    async def steps(s: Session):
+        s.open(org, base + "\n".join(typed))
+        got = [await s.completion(org, t.Position(line=first + i, character=len(c))) for i, c in enumerate(cursor)]
+        picked = [next(i for i in g.items if i.label == want)
+                  for g, want in zip(got, ["Memory tiers", "Memory tiers", "Memory tiers", "Deep work", "Memory tiers"])]
+        lines = []
+        for line, item in zip(typed, picked):
+            r = item.text_edit.range
+            lines.append(line[: r.start.character] + item.text_edit.new_text + line[r.end.character :])
+        s.change(org, base + "\n".join(lines), 2)
+        where_to = [await s.definition(org, t.Position(line=first + i, character=len("- [[d")))
+                    for i in range(len(lines))]
+        return picked, lines, where_to
+
+    picked, lines, where_to = lsp(evault, steps, str(edaemon.socket))
+    assert lines == ["- [[denote:20251016T080208][Memory tiers]]", "- [[denote:20251016T080208][my words]]",
+                     "- [[denote:20251016T080208][Memory tiers]]", "- [[file:../notes/Deep work.md][Deep work]]",
+                     "- [[denote:20251016T080208][Memory tiers]]"]
+    assert picked[2].filter_text == "denote:20251016T080208 Memory tiers"  # what is typed filters, as before
+    assert [(loc.uri, loc.range.start.line) for loc in where_to] == \
+        [(from_fs_path(str(p)), 0) for p in (mem, mem, mem, deep, mem)]
+
+
+def test_just_past_a_link_is_not_on_it(edaemon, evault):
+    """The rule in every face (issue 42; the daemon's `links --col` too): definition, hover
+    and references on a link's last `]` are the link's; on the character just past `]]`
+    there is no link (it was taken as the link's in the LSP alone)."""
+    rel, link = "past.md", "[[Deep work#Rules]]"
+    last, past = t.Position(line=0, character=len(link) - 1), t.Position(line=0, character=len(link))
+
+    async def steps(s: Session):
+        s.open(rel, link + " and more\n")
+        return [await s.definition(rel, last), await s.definition(rel, past), await s.hover(rel, last),
+                await s.hover(rel, past), await s.references(rel, last), await s.references(rel, past)]
+
+    on_def, past_def, on_hover, past_hover, on_refs, past_refs = lsp(evault, steps, str(edaemon.socket))
+    deep = from_fs_path(str(evault / "notes/Deep work.md"))
+    assert (on_def.uri, on_def.range.start.line) == (deep, line_of(evault, "notes/Deep work.md", "## Rules"))
+    assert on_hover.range.end.character == len(link) and on_hover.contents.value.startswith("**Deep work**")
+    assert len(on_refs) >= 2  # the links to Deep work's Rules
+    assert past_def is None and past_hover is None
+    assert past_refs is not None and list(past_refs) == []  # the buffer's own: none link to an unsaved file
+
+
 def test_hover_and_symbols(edaemon, evault):
     async def steps(s: Session):
         s.open(KOREAN)
@@ -423,13 +481,15 @@ def test_a_link_at_the_end_of_a_5_mb_line_is_found(edaemon, evault):
         far, syms = await asyncio.gather(
             s.definition("big.md", t.Position(line=0, character=5_000_005)),
             s.c.text_document_document_symbol_async(t.DocumentSymbolParams(text_document=s.doc("big.md"))))
-        hover = await s.hover("big.md", t.Position(line=0, character=len(text)))  # just past it
-        return near, far, syms, hover
+        hover = await s.hover("big.md", t.Position(line=0, character=len(text) - 1))  # its last `]`
+        past = await s.hover("big.md", t.Position(line=0, character=len(text)))  # just past it: not on it
+        return near, far, syms, hover, past
 
-    near, far, syms, hover = lsp(evault, steps, str(edaemon.socket))
+    near, far, syms, hover, past = lsp(evault, steps, str(edaemon.socket))
     assert near is None and syms == []
     assert far.uri == from_fs_path(str(evault / "notes/Deep work.md"))
     assert hover.range.start.character == 5_000_001 and hover.range.end.character == len(text)
+    assert past is None
 
 
 def test_diagnostics_cleared_when_the_daemon_stops(make_daemon, evault):
@@ -449,6 +509,67 @@ def test_diagnostics_cleared_when_the_daemon_stops(make_daemon, evault):
     assert len(before) == 3 and after == []
     assert sum(m.type == t.MessageType.Error for m in messages) == 1
     assert "is not running" in messages[0].message
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_while_the_first_index_is_built_the_user_is_told(make_daemon, tmp_path):
+    """The first index held still (its parse workers stopped, SIGSTOP), as in test_mcp: an
+    answer of the notes read so far is said so once (render.still_indexing; not at every
+    request), and a request that waits for every note says why (errors.CODES' words)."""
+    vault = tmp_path / "big"
+    for i in range(400):  # over workers.POOL_MIN: parsed in worker processes
+        (vault / f"d{i % 8}").mkdir(parents=True, exist_ok=True)
+        (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
+    cfg = tmp_path / "workers.toml"
+    cfg.write_text("[index]\nworkers = 2\n")
+    d = make_daemon(vault, extra=["--config", str(cfg)], start=False)
+    d.start(wait=False)
+    stopped: set[int] = set()
+
+    def hold() -> bool:
+        """Stop each parsing worker once it runs multiprocessing's spawn_main: not earlier (a
+        child stopped between fork and exec holds the daemon in its spawn, and the second
+        worker never comes), and not its resource tracker (the workers would go on)."""
+        for pid in children(d.proc.pid):
+            if pid not in stopped and b"spawn_main" in cmdline(pid):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return len(stopped) >= 2
+
+    async def steps(s: Session):
+        ask = t.WorkspaceSymbolParams(query="quokka")
+        found = [await s.c.workspace_symbol_async(ask), await s.c.workspace_symbol_async(ask)]
+        link = await s.definition("d1/n1.md", t.Position(line=3, character=3))  # [[n2]]: resolve waits
+        return found, link, list(s.messages)
+
+    try:
+        wait_for(hold, timeout=30, interval=0.002)
+        wait_for(lambda: (_status(d).get("progress") or {}).get("total") == 400, interval=0.05)
+        found, link, messages = lsp(vault, steps, str(d.socket))
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    assert all(x is not None for x in found) and link is None
+    building = re.compile(r"vaultd: vaultd is still building its first index of this vault \(\d+ of 400 files read\)")
+    partial = [m for m in messages if m.message.endswith(": this answer holds only the notes read so far")]
+    assert len(partial) == 1 and building.match(partial[0].message) and partial[0].type == t.MessageType.Info
+    waits = [m for m in messages if m.message.endswith("; try again in a moment")]
+    assert waits and all(building.match(m.message) and m.type == t.MessageType.Info for m in waits)
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _status(d) -> dict:
+    try:
+        return d.request("status")
+    except OSError:
+        return {}
 
 
 NVIM_SCRIPT = r"""

@@ -63,13 +63,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path
 
-from . import __version__, ops
-from .client import Client, RequestFailed
+from . import __version__, client
+from .client import RequestFailed, Session
 from .errors import DaemonUnavailable
 from .note import Heading, Link, headings_of
 from .parse import parse_lines
 from .paths import pick_socket, read_head
 from .parse.syntaxes import DENOTE, INTERNAL, NOT_NOTES, ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
+from .render import still_indexing
 
 logger = logging.getLogger("vaultd.lsp")
 
@@ -85,44 +86,11 @@ COMPLETIONS = 200
 # -- the daemon --------------------------------------------------------------------------
 
 
-class Daemon:
-    """The running vaultd, asked over a fresh connection each time (it may be restarted
-    between requests): the one given (--socket, --vault), else the one of the vault around
-    the folder asked from. Paths come back absolute."""
-
-    def __init__(self, socket: str | None = None, vault: str | None = None):
-        self.socket, self.vault = socket, vault
-
-    @contextmanager
-    def session(self, near: str | None, vault: str | None = None):
-        """A connection to the daemon for the file or folder `near`, asking of `vault` (one of
-        a daemon's several); several requests may go over it. Raises DaemonUnavailable."""
-        cwd = near if near and os.path.isdir(near) else os.path.dirname(near) if near else None
-        with Client(pick_socket(self.socket, self.vault, cwd=cwd), timeout=10.0) as c:
-            yield _Session(c, vault)
-
-    def ask(self, near: str | None, op: str, **args) -> dict:
-        with self.session(near) as s:
-            return s.ask(op, **args)
-
-
-class _Session:
-    def __init__(self, client: Client, vault: str | None = None):
-        self.client = client
-        self.extra = {"vault": vault} if vault else {}
-
-    def ask(self, op: str, **args) -> dict:
-        return self.client.request(op, paths="absolute", **self.extra, **args)
-
-    def every(self, op: str, key: str, **args) -> dict:
-        """`op`'s answer with every item of its paged list `key` (ops.LIMITS), asked page after
-        page, as many as a page may hold: references and completion want all of them."""
-        res = self.ask(op, limit=ops.MOST, **args)
-        items = res[key]
-        while res["more"]:
-            res = self.ask(op, limit=ops.MOST, offset=res["next"], **args)
-            items += res[key]
-        return {**res, key: items}
+def daemon(socket: str | None = None, vault: str | None = None) -> client.Daemon:
+    """The running vaultd, asked over a fresh session each time (it may be restarted between
+    requests): the one given (--socket, --vault), else the one of the vault around the file
+    or folder asked from (client.Daemon.session's `near`). Paths come back absolute."""
+    return client.Daemon(lambda folder: pick_socket(socket, vault, cwd=folder), timeout=10.0, paths="absolute")
 
 
 # -- the buffer: its text through vaultd's own parser ------------------------------------
@@ -162,10 +130,11 @@ class Buffer:
         return link.line - 1, start, link.line - 1, start + len(first)
 
     def link_at(self, line: int, char: int) -> Link | None:
-        """The link under 0-based (line, character), end inclusive (the cursor just past it)."""
+        """The link under 0-based (line, character), end exclusive: the character just past
+        it is not on it (as the daemon's `links --line --col` and every face says)."""
         for ln in self.links:
             a, b, c, d = self.span(ln)
-            if (a, b) <= (line, char) <= (c, d):
+            if (a, b) <= (line, char) < (c, d):
                 return ln
         return None
 
@@ -339,7 +308,7 @@ class Dest(dict):
     candidates = property(lambda self: self.get("candidates") or [])
 
 
-def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
+def resolve_all(session: Session, buf: Buffer) -> list[Dest | None]:
     """Where each of the buffer's links leads (None: a URL or an attachment), each asked of
     the daemon as written in the buffer's file (`resolve`, from its path: a file the vault
     does not hold yet too). Links within the buffer are resolved against its own text. The
@@ -355,13 +324,13 @@ def resolve_all(session: _Session, buf: Buffer) -> list[Dest | None]:
     return out
 
 
-def resolve_link(session: _Session, buf: Buffer, ln: Link) -> Dest | None:
+def resolve_link(session: Session, buf: Buffer, ln: Link) -> Dest | None:
     if ln.kind in NOT_NOTES:
         return None
     if ln.kind in WITHIN_SOURCE:
         d = buf.local(ln)
         return Dest(path=buf.path, line=d.line, broken=d.broken, candidates=[])
-    r = session.ask("resolve", link=ln.raw, **{"from": buf.path})
+    r = session.request("resolve", link=ln.raw, **{"from": buf.path})
     if r["path"] is None and r["broken"] is None:
         return None  # an attachment, not a note
     return Dest(path=r["path"], line=r["line"], broken=r["broken"], candidates=r["candidates"])
@@ -486,7 +455,7 @@ class VaultServer(LanguageServer):
     requests are answered in worker threads (`answer`), and each open document's links
     checked in others (`check_soon`), so that no document waits on another's work."""
 
-    def __init__(self, daemon: Daemon):
+    def __init__(self, daemon: client.Daemon):
         super().__init__("vaultd", __version__, text_document_sync_kind=t.TextDocumentSyncKind.Full,
                          protocol_cls=_Protocol)
         self.daemon = daemon
@@ -497,6 +466,7 @@ class VaultServer(LanguageServer):
         self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
         self._several = False  # the daemon serves several vaults: each request names the one asked of
         self._down_said = False
+        self._building_said = False  # the first index is being built: said once (see asked)
         self._said = threading.Lock()
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._checks: dict[str, Job] = {}  # open document -> the check of its latest version
@@ -610,39 +580,74 @@ class VaultServer(LanguageServer):
         logger.warning("%s", e)
 
     def up(self) -> None:
+        """The daemon answered: said when it was down (and a first index it builds since
+        will be said again: see building)."""
         with self._said:
             said, self._down_said = self._down_said, False
+            if said:
+                self._building_said = False
         if said:
             self.say(t.MessageType.Info, "vaultd: the daemon answers again")
 
     def failed(self, e: RequestFailed) -> None:
+        """The daemon refused a request: logged in errors.CODES' words; shown to the user
+        when it waits on the first index (`indexing`), the others being the answer's own
+        business (no such note, say)."""
+        shown = e.said("LSP")
         if e.code == "indexing":
-            self.say(t.MessageType.Info, f"vaultd: {e.message}")
-        logger.info("%s: %s", e.code, e.message)
+            self.say(t.MessageType.Info, f"vaultd: {shown}")
+        logger.info("%s (%s)", shown, e.code)
+
+    def building(self, answer: dict) -> None:
+        """An answer came while the daemon builds its first index (render.still_indexing):
+        told to the user once (not at every keystroke's check; again after the daemon was
+        down), logged each time."""
+        with self._said:
+            said, self._building_said = self._building_said, True
+        if not said:
+            self.say(t.MessageType.Info, f"vaultd: {still_indexing(answer)}")
+        logger.info("%s", still_indexing(answer))
 
     @contextmanager
     def session(self, near: str | None):
-        """A daemon session; None when the daemon is down (said once to the user). A
-        connection lost midway is said too, and raised: the request fails."""
+        """A daemon session (client.Session) for the file or folder `near`; None when the
+        daemon is down (said once to the user) or `near` is a file of no vault. A connection
+        lost midway is said too, and raised: the request fails."""
         if near and not os.path.isdir(near) and self.outside(near):
             yield None  # a file of no vault: nothing to say of it, and no error either
             return
         # a daemon that serves several vaults (config `vaults`) is asked of the one holding `near`
-        cm = self.daemon.session(near, self.vault_of(near) if near and self._several else None)
+        vault = self.vault_of(near) if near and self._several else None
         try:
-            s = cm.__enter__()
+            s = self.daemon.session(near, vault=vault)
         except DaemonUnavailable as e:
             self.down(e)
             yield None
             return
         self.up()
-        try:
-            yield s
-        except DaemonUnavailable as e:
-            self.down(e)
-            raise
-        finally:
-            cm.__exit__(None, None, None)
+        with s:
+            try:
+                yield s
+            except DaemonUnavailable as e:
+                self.down(e)
+                raise
+
+    def asked(self, near: str | None, work, failed=None):
+        """What `work(session)` gives, asked of the daemon for the file or folder `near` (see
+        session): None when the daemon is down or `near` is a file of no vault; `failed` when
+        the daemon refused a request (see failed). A connection lost midway is said, and
+        raised. An answer of a first index still being built is said so (see building)."""
+        with self.session(near) as s:
+            if s is None:
+                return None
+            try:
+                got = work(s)
+            except RequestFailed as e:
+                self.failed(e)
+                return failed
+            if s.indexing is not None:
+                self.building(s.indexing)
+            return got
 
     def outside(self, path: str) -> bool:
         """Whether the file `path` lies outside every vault: outside the one of the daemon that
@@ -661,7 +666,7 @@ class VaultServer(LanguageServer):
         folder = os.path.dirname(path)
         if folder not in self._vaults or self._vaults[folder] is None:
             try:
-                pong = self.daemon.ask(folder, "ping")  # a daemon may serve several: the one holding it
+                pong = self.daemon.ask("ping", near=folder)  # a daemon may serve several: the one holding it
                 self._vaults[folder] = next((v for v in pong.get("vaults", ()) if _inside(path, v) or
                                            os.path.realpath(path) == os.path.realpath(v)), pong["vault"])
                 self._several = len(pong.get("vaults", ())) > 1
@@ -779,26 +784,13 @@ def definition(ls: VaultServer, params: t.DefinitionParams):
 
 def _ask(ls: VaultServer, near: str, op: str, every: str | None = None, **args) -> dict | None:
     """One request to the daemon for the file `near` (with `every`, the name of its paged
-    list: all its pages); None when it is down or the request fails (said to the user)."""
-    with ls.session(near) as s:
-        if s is None:
-            return None
-        try:
-            return s.every(op, every, **args) if every else s.ask(op, **args)
-        except RequestFailed as e:
-            ls.failed(e)
-            return None
+    list: all its pages); None when it is down or the request fails (see VaultServer.asked)."""
+    return ls.asked(near, lambda s: s.every(op, every, **args) if every else s.request(op, **args))
 
 
 def _dest(ls: VaultServer, buf: Buffer, link: Link) -> Dest | None:
-    with ls.session(buf.path) as s:
-        if s is None:
-            return None
-        try:
-            return resolve_link(s, buf, link)
-        except RequestFailed as e:
-            ls.failed(e)
-            return None
+    """Where the link leads (None: not a note, or the daemon cannot say)."""
+    return ls.asked(buf.path, lambda s: resolve_link(s, buf, link))
 
 
 def references(ls: VaultServer, params: t.ReferenceParams):
@@ -816,14 +808,9 @@ def references(ls: VaultServer, params: t.ReferenceParams):
         here = [h for h in buf.headings if h.line == line + 1]
         if here:
             at = here[0].line
-    with ls.session(note) as s:
-        if s is None:
-            return None
-        try:
-            items = s.every("backlinks", "backlinks", note=note)["backlinks"]
-        except RequestFailed as e:
-            ls.failed(e)
-            return []
+    items = ls.asked(note, lambda s: s.every("backlinks", "backlinks", note=note)["backlinks"], failed=[])
+    if items is None:
+        return None
     if at is not None:
         items = [b for b in items if b.get("resolved_line") == at]
     out, read = [], {}
@@ -852,15 +839,10 @@ def diagnostics(ls: VaultServer, uri: str, doc: tuple[int | None, str]) -> list[
     buf = ls.parsed(uri, path, doc) if path else None
     if buf is None:
         return []
-    dests = None
     try:
-        with ls.session(buf.path) as s:
-            if s is not None:
-                dests = resolve_all(s, buf)
-    except RequestFailed as e:
-        ls.failed(e)
+        dests = ls.asked(buf.path, lambda s: resolve_all(s, buf))
     except DaemonUnavailable:
-        pass  # said by the session
+        dests = None  # lost midway: said by the session
     out = []
     for ln, d in zip(buf.links, dests or ()):
         if d is None or not d.broken:
@@ -941,14 +923,9 @@ def workspace_symbols(ls: VaultServer, params: t.WorkspaceSymbolParams):
     if not params.query.strip():
         return []
     root = ls.workspace.root_path
-    with ls.session(root) as s:
-        if s is None:
-            return None
-        try:
-            hits = s.ask("search", q=params.query, limit=50)["hits"]
-        except RequestFailed as e:
-            ls.failed(e)
-            return []
+    hits = ls.asked(root, lambda s: s.request("search", q=params.query, limit=50)["hits"], failed=[])
+    if hits is None:
+        return None
     out = []
     for h in hits:
         out.append(t.SymbolInformation(name=h["title"], kind=t.SymbolKind.File, location=ls.location(h["path"], None),
@@ -1041,8 +1018,9 @@ def _link_completion(ls, buf, line, a, b, typed, after):
         for shown in dict.fromkeys([n["title"], *(n.get("aliases") or ())]):
             if buf.org or form:  # Org's [[denote:ID][Title]] or [[file:path][Title]]
                 unit, name = (DENOTE, n["id"]) if n.get("id") and form != f"{ORG_FILE.typed}:" else (ORG_FILE, here)
-                insert = unit.complete(name, shown, close)
-                filter_text = f"{unit.complete(name, shown, '')} {shown}" if form else \
+                # inside an existing `][description]]` the user's description is kept
+                insert = unit.complete(name, None if after.startswith("][") else shown, close)
+                filter_text = f"{unit.complete(name, None, '')} {shown}" if form else \
                     f"{shown} {stem} {n.get('id') or ''}"
             else:  # Obsidian's [[name]], [[name|alias]]
                 insert = WIKI.complete(stem, None if shown in (n["title"], stem) else shown, close)
@@ -1102,7 +1080,7 @@ def _log_failure(uri: str):
 def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
     """The Language Server over the daemon found by `socket`/`vault` (see pick_socket), or
     else the one of each buffer's vault."""
-    ls = VaultServer(Daemon(socket, vault))
+    ls = VaultServer(daemon(socket, vault))
     ls.feature(t.TEXT_DOCUMENT_DEFINITION)(off_loop(definition))
     ls.feature(t.TEXT_DOCUMENT_REFERENCES)(off_loop(references))
     ls.feature(t.TEXT_DOCUMENT_HOVER)(off_loop(hover))

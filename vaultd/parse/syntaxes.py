@@ -540,8 +540,9 @@ class OrgTyped(LinkSyntax):
         return None
 
     def complete(self, name: str, shown: str | None, close: str) -> str:
-        target = f"{self.typed}:{name}"
-        return f"{target}][{shown}]]" if close else target
+        """`type:name][shown]` then `close` (empty before a `]]` already written); with no
+        `shown`, no description (one is written after the cursor already: it is kept)."""
+        return f"{self.typed}:{name}" + (f"][{shown}" if shown is not None else "") + close
 
     def heading(self, text: str) -> str:
         return "*" + text
