@@ -22,7 +22,8 @@ Positions are in the encoding the client and server agreed on (UTF-16 unless the
 offers another), converted from vaultd's character columns line by line, in time bounded
 however long the line (see STEP). When the daemon is down every request answers nothing,
 the buffer's diagnostics are cleared (they were of a text that may be gone), and the client
-is told once, in words that say how to start it, until it answers again. A buffer outside
+is told once, in words that say how to start it, until it answers again; while it builds
+its first index, once that its answers hold only the notes read so far. A buffer outside
 the vault (an editor may attach the server to every Markdown buffer) gets no answer and no
 diagnostics, and no error is shown for it.
 
@@ -131,7 +132,7 @@ class Buffer:
 
     def link_at(self, line: int, char: int) -> Link | None:
         """The link under 0-based (line, character), end exclusive: the character just past
-        it is not on it (as the daemon's `links --line --col` and every face says)."""
+        it is not on it (the rule of every face, and of the daemon's `resolve` with `col`)."""
         for ln in self.links:
             a, b, c, d = self.span(ln)
             if (a, b) <= (line, char) < (c, d):
@@ -466,7 +467,7 @@ class VaultServer(LanguageServer):
         self._vaults: dict[str, str | None] = {}  # folder -> the vault its daemon serves
         self._several = False  # the daemon serves several vaults: each request names the one asked of
         self._down_said = False
-        self._building_said = False  # the first index is being built: said once (see asked)
+        self._building_said = False  # the first index is being built: said once (see building)
         self._said = threading.Lock()
         self._pending: dict[str, asyncio.TimerHandle] = {}
         self._checks: dict[str, Job] = {}  # open document -> the check of its latest version
