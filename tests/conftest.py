@@ -130,6 +130,15 @@ def children(pid: int) -> list[int]:
     return [int(d) for d in os.listdir("/proc") if d.isdigit() and (st := proc_stat(int(d))) and st[1] == str(pid)]
 
 
+def cmdline(pid: int) -> bytes:
+    """A process's command line (NUL-separated), b"" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def on_a_terminal(args: list[str], timeout: float = 30) -> tuple[int, bytes]:
     """Run `args` with a pseudo-terminal as its stdout (stderr dropped): its exit code and
     what it printed there."""

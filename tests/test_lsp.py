@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEADLINE, children, wait_for
+from conftest import DEADLINE, children, cmdline, wait_for
 from lsprotocol import types as t
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
@@ -555,14 +555,6 @@ def test_while_the_first_index_is_built_the_user_is_told(make_daemon, tmp_path):
     assert len(partial) == 1 and building.match(partial[0].message) and partial[0].type == t.MessageType.Info
     waits = [m for m in messages if m.message.endswith("; try again in a moment")]
     assert waits and all(building.match(m.message) and m.type == t.MessageType.Info for m in waits)
-
-
-def cmdline(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
 
 
 def _status(d) -> dict:

@@ -18,7 +18,7 @@ from vaultd import api, protocol
 from vaultd.mcp import TOOLS, input_schema, structured
 from vaultd.render import cost
 
-from conftest import DEADLINE, children, wait_for
+from conftest import DEADLINE, children, cmdline, wait_for
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -197,9 +197,12 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
     d.start(wait=False)
     stopped: set[int] = set()
 
-    def hold() -> bool:  # stop every child (the workers, multiprocessing's helper) as it appears
+    def hold() -> bool:
+        """Stop each parsing worker once it runs multiprocessing's spawn_main: not earlier (a
+        child stopped between fork and exec holds the daemon in its spawn, and the second
+        worker never comes), and not its resource tracker (the workers would go on)."""
         for pid in children(d.proc.pid):
-            if pid not in stopped:
+            if pid not in stopped and b"spawn_main" in cmdline(pid):
                 os.kill(pid, signal.SIGSTOP)
                 stopped.add(pid)
         return len(stopped) >= 2
