@@ -17,7 +17,7 @@ import pytest
 from vaultd.config import Config
 from vaultd.query.analysis import terms
 from vaultd.store import graph_file
-from vaultd.store.graph import dep_codes
+from vaultd.store.graph import Graph, dep_codes
 from vaultd.store.index import path_key
 from vaultd.vault import Vault
 
@@ -87,8 +87,8 @@ def _fresh(vault, state, tmp_path, name="fresh"):
     v = Vault(_config(vault, other))
     assert v.ingest.saved_graph is None
     try:
-        v.reconcile()
-        return _picture(v.graph)
+        v.reconcile(graph=False)
+        return _picture(Graph(v.notes, terms))  # built here, as it is made: neither saved nor loaded
     finally:
         v.index.close()
         v.writer.release()
@@ -294,7 +294,6 @@ def test_restore_of_a_snapshot_equals_the_graph():
     """Graph.restore works out backlinks and anchor text itself when a snapshot has none."""
     from vaultd.parse import parse_file
     from vaultd.query.ranking import terms
-    from vaultd.store.graph import Graph
 
     g = Graph({p: parse_file(p, t.encode()) for p, t in EXTRA.items()}, terms)
     assert _picture(Graph.restore(g.snapshot(), terms)) == _picture(g)
@@ -376,3 +375,103 @@ def test_a_save_made_apart_loads_as_a_fresh_build(vault, tmp_path):
     v.reconcile()
     assert _picture(v.graph) == _fresh(vault, state, tmp_path)
     v.close()
+
+
+def _maps(pid: int | str, path) -> bool:
+    """Whether process `pid` maps the file at `path` (Linux's /proc)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return f" {os.path.realpath(path)}\n" in f.read()
+
+
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/PID/maps")
+
+
+@needs_proc
+def test_a_graph_built_is_saved_at_once_and_then_mapped_as_a_restart_maps_it(vault, tmp_path, caplog):
+    """The graph built from the notes (in a child process) is saved as it is built, and what
+    the Vault keeps is then what it saved: the note table and graph loaded from the file (its
+    pages mapped), equal to the table it had and to a graph built here."""
+    _vault(vault)
+    state = tmp_path / "s"
+    path = state / graph_file.FILE_NAME
+    v = Vault(_config(vault, state))
+    v.reconcile(graph=False)
+    enc = msgspec.msgpack.encode
+    table = {p: enc(n) for p, n in v.notes.items()}
+    want = _picture(Graph(v.notes, terms))
+    assert not path.exists() and not _maps("self", path)
+    caplog.clear()
+    v.build_graph()
+    assert "built in a child process" in caplog.text and "loaded from graph.msgpack" in caplog.text
+    assert path.exists() and v.ingest.graph_saved == v.generation, "saved as built, not at shutdown"
+    assert _maps("self", path), "the table and graph in use are the file's"
+    assert {p: enc(n) for p, n in v.notes.items()} == table
+    assert v.core.by_key == {path_key(p): n for p, n in v.notes.items()}
+    assert _picture(v.graph) == want
+    v.index.close()  # gone without a word: no save at shutdown
+    v.writer.release()
+    v = Vault(_config(vault, state))
+    assert v.ingest.saved_graph is not None, "what was saved as built is what a restart loads"
+    v.reconcile()
+    assert _picture(v.graph) == want
+    v.close()
+
+
+def test_a_graph_build_is_given_up_when_vaultd_stops(vault, tmp_path):
+    from vaultd.ingest.update import Stopped
+
+    _vault(vault)
+    state = tmp_path / "s"
+    v = Vault(_config(vault, state))
+    v.reconcile(graph=False)
+    v.stopping.set()
+    v.ingest.saved_graph = None
+    with pytest.raises(Stopped):
+        v.ingest._build_graph()
+    assert v.graph is None and not (state / graph_file.FILE_NAME).exists()
+    v.index.close()
+    v.writer.release()
+
+
+def test_vaultd_index_leaves_the_graph_the_first_run_loads(make_daemon, vault, tmp_path):
+    import subprocess
+    import sys
+
+    _vault(vault)
+    state = tmp_path / "state"
+    r = subprocess.run([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir", str(state)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert (state / graph_file.FILE_NAME).exists()
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready")
+    paths = [h["path"] for h in d.request("list")["notes"]]
+    loaded = _answers(d, paths)
+    assert d.stop() == 0
+    out = d.output()
+    assert "loaded from graph.msgpack" in out and "links resolved in" not in out, "the first run: a restart"
+    os.unlink(state / graph_file.FILE_NAME)
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready")
+    assert _answers(d, paths) == loaded
+    assert d.stop() == 0
+    assert "links resolved in" in d.output()
+
+
+@needs_proc
+def test_a_first_run_saves_the_graph_it_built_and_a_restart_loads_it(make_daemon, vault, tmp_path):
+    _vault(vault)
+    path = tmp_path / "state" / graph_file.FILE_NAME
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready")
+    assert "links resolved in" in d.output() and path.exists(), "built, and saved as built"
+    assert _maps(d.proc.pid, path), "the daemon keeps what it saved, mapped, as a restart does"
+    paths = [h["path"] for h in d.request("list")["notes"]]
+    built = _answers(d, paths)
+    d.stop(signal.SIGKILL)  # no save at shutdown: what loads next is what was saved as built
+    d = make_daemon(extra=["--log-level", "info"])
+    wait_for(lambda: d.status()["graph"] == "ready")
+    assert _answers(d, paths) == built
+    assert d.stop() == 0
+    out = d.output()
+    assert "loaded from graph.msgpack" in out and "links resolved in" not in out

@@ -111,7 +111,8 @@ def run(config_path, vault, state_dir, log_level, socket, split):
 @cli.command()
 @common
 def index(config_path, vault, state_dir, log_level):
-    """Build or update the index once (of each vault, with `vaults`), with a progress bar, and exit."""
+    """Build or update the index and the link graph once (of each vault, with `vaults`), with a progress bar,
+    and exit."""
     every = load_configs(config_path, vault=vault, state_dir=state_dir, log_level=log_level)
     # Quieter than the daemon by default: the progress bar says what matters.
     setup_logging(log_level or ("warning" if every[0].log_level == "info" else every[0].log_level))
@@ -134,10 +135,13 @@ def _index(cfg: Config) -> None:
         bar.update(1)
 
     try:
-        up, gone = v.reconcile(progress=progress, graph=False)
+        try:
+            up, gone = v.reconcile(progress=progress, graph=False)
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+        v.build_graph()  # and saved: the first `vaultd run` loads it as a restart does
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
         v.close()
     click.echo(f"{len(v.notes)} notes indexed ({up} parsed, {gone} removed) in {cfg.state_dir}")
 

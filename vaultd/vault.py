@@ -101,6 +101,7 @@ class Vault:
     reconcile = _Of("ingest")
     apply = _Of("ingest")
     changes = _Of("ingest")
+    build_graph = _Of("ingest")
     save_graph = _Of("ingest")
     save_graph_soon = _Of("ingest")
     parsed = _Of("ingest")
