@@ -1,23 +1,24 @@
 """The process's memory: freed heap given back to the system, and big blocks kept apart
-from the heap (glibc; elsewhere, nothing to do). Used wherever much is freed at once: the
-indexer after a batch and a graph build (ingest/update.py), the vectors after a load
-(query/embedder.py)."""
+from the heap (glibc; elsewhere, or with host's `malloc_trim` forced off, nothing to do).
+Used wherever much is freed at once: the indexer after a batch and a graph build
+(ingest/update.py), the vectors after a load (query/embedder.py)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 
+from . import host
+
 
 @functools.cache
 def _libc():
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
-    except OSError:  # not glibc
+    """The C library, where it has malloc_trim and mallopt (host decides: glibc); else None."""
+    if not host.has("malloc_trim"):
         return None
+    import ctypes
+
+    return ctypes.CDLL(None)
 
 
 def _malloc_trim() -> Callable[[int], int] | None:

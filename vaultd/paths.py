@@ -9,6 +9,8 @@ import stat
 from functools import lru_cache
 from pathlib import Path
 
+from . import host
+
 
 def vault_name(vault: Path) -> str:
     """`<folder>-<hash>`: readable, and distinct for two vaults with the same folder name."""
@@ -224,16 +226,24 @@ def open_note(root: str, rel: str) -> int:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # no /proc
-            real = os.path.realpath(os.path.join(root, rel))
+        real = _opened(fd, root, rel)
         if not real.startswith(_real(root)):
             raise OSError(errno.EXDEV, "a folder on its way is a symlink out of the vault")
         return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def _opened(fd: int, root: str, rel: str) -> str:
+    """The real path of the file `fd` (opened at root/rel): what /proc/self/fd says where host
+    has `proc_fd`, else (or when /proc cannot tell) the path's realpath."""
+    if host.has("proc_fd"):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # no /proc after all
+            pass
+    return os.path.realpath(os.path.join(root, rel))
 
 
 def cut(data: bytes, cap: int) -> bytes:

@@ -31,7 +31,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 
-from . import __version__, api, protocol
+from . import __version__, api, host, protocol
 from .config import Config
 from .errors import ConfigError, QueryError, SocketInUse, VaultError
 from .store.index import IndexDamaged, damage, from_panic
@@ -76,11 +76,16 @@ def sd_notify(message: str) -> None:
     if addr.startswith("@"):
         addr = "\0" + addr[1:]
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as s:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | _cloexec()) as s:
             s.connect(addr)
             s.sendall(message.encode())
     except OSError as e:
         logger.warning("sd_notify(%s) failed: %s", message, e)
+
+
+def _cloexec() -> int:
+    """SOCK_CLOEXEC where host has it, else 0: Python makes every socket non-inheritable anyway."""
+    return socket.SOCK_CLOEXEC if host.has("sock_cloexec") else 0
 
 
 LISTEN_FDS_START = 3
@@ -365,6 +370,8 @@ class Server:
                 __version__, v.root, f" as {name!r}" if len(self.vaults) > 1 else "", self.socket_path,
                 ", passed by systemd" if self._passed else "", os.getpid(), len(v.notes), ix.watcher.watched,
             )
+        if lacking := host.lacking_line():
+            logger.info("%s", lacking)
         for name, c in self.waiting.items():
             logger.warning("vault %s (%s) is not there: it is served once its folder appears", c.vault, name)
         self._said = self._statuses([ix.watcher.problem for ix in self.indexers])
@@ -411,7 +418,7 @@ class Server:
                                       "`systemctl --user start vaultd`, or stop vaultd.socket first")
         with suppress(FileNotFoundError):
             os.unlink(self.socket_path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | _cloexec())
         old_umask = os.umask(0o177)
         try:
             listener.bind(str(self.socket_path))

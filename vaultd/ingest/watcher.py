@@ -9,6 +9,11 @@ watchdog fails quietly, so the Watcher checks rather than assumes: the folder at
 vault's path is the one watched, the observer's threads still run, and the kernel
 watches every folder (past the inotify watch limit watchdog drops watches without a
 word); where it cannot see, the vault is rescanned instead, and status says so.
+
+The observer is watchdog's pick for this system (inotify on Linux, FSEvents on macOS,
+kqueue on the BSDs). The kernel's watches are counted only where host has `inotify_count`
+(/proc); elsewhere `watched` is None, as where /proc cannot tell. With host's
+`native_watch` forced off, watchdog's polling observer stands in (tests).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 from watchdog import events as ev
 from watchdog.observers import Observer
 
+from .. import host
 from .filters import NoteFilter
 
 logger = logging.getLogger("vaultd.watcher")
@@ -42,7 +48,7 @@ def _quiet_rewatch() -> None:
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
     try:
         from watchdog.observers import inotify_c
-    except ImportError:  # not Linux
+    except Exception:  # not Linux: ImportError, or watchdog's UnsupportedLibcError (a C library without inotify)
         return
     watch = getattr(inotify_c, "Watch", None)
     if watch is not None and "short_str" in vars(watch) and not isinstance(vars(watch)["short_str"], property):
@@ -213,10 +219,11 @@ class Watcher:
         the folder is gone, the inotify instance limit); then nothing of it is left running."""
         _allow_deep_walks()
         st = os.stat(self.root)
-        threads, fds = set(threading.enumerate()), _inotify_fds()
+        counted = host.has("inotify_count") and _observer_class() is Observer
+        threads, fds = set(threading.enumerate()), _inotify_fds() if counted else None
         observer = None
         try:
-            observer = Observer()
+            observer = _observer_class()()
             observer.schedule(_Handler(self.root, self.accept, self._sink), str(self.root), recursive=True,
                               event_filter=_EVENTS)
             observer.start()
@@ -228,7 +235,7 @@ class Watcher:
         # Every thread it started: the dispatcher, the emitter, and watchdog's reader of the inotify queue.
         self._threads = list(dict.fromkeys([observer, *observer.emitters, *(
             t for t in threading.enumerate() if t not in threads and type(t).__module__.startswith("watchdog"))]))
-        after = _inotify_fds()
+        after = _inotify_fds() if counted else None
         self._fds = None if fds is None or after is None else after - fds
         self.root_id = (st.st_dev, st.st_ino)
         self._started = time.monotonic()
@@ -356,6 +363,16 @@ class Watcher:
             self._next_rescan = time.monotonic() + self._interval()
 
 
+def _observer_class() -> type[Observer]:
+    """watchdog's observer for this system; its polling one where host says there is no
+    native watch (see host `native_watch`)."""
+    if host.has("native_watch"):
+        return Observer
+    from watchdog.observers.polling import PollingObserver
+
+    return PollingObserver
+
+
 def _stop(observer: Observer) -> None:
     """Stop watchdog, waiting at most a few seconds: its stop waits for a lock its reader
     may hold for long (adding the watches of a deep tree just made), and a stop of vaultd
@@ -452,6 +469,8 @@ def _watched(fds: set[int] | None) -> set[tuple[int, int]] | None:
 
 
 def _watch_limit() -> str:
+    if not host.has("inotify_count"):
+        return "unknown here"
     for f in ("/proc/sys/user/max_inotify_watches", "/proc/sys/fs/inotify/max_user_watches"):
         with suppress(OSError, ValueError):
             return f"{int(Path(f).read_text()):,} watches per user"

@@ -15,6 +15,8 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +25,7 @@ from multiprocessing import get_context
 
 import msgspec
 
+from .. import host
 from ..store.index import fields, meta_note
 from ..note import Note
 from ..paths import read_head
@@ -135,17 +138,35 @@ def _inline(root: str, items: list[Item], max_bytes: int) -> Iterator[Parsed]:
         yield rel, note, got if note is None else None
 
 
-def _die_with_parent(parent: int) -> None:
-    """In a worker: end when the daemon ends, even by SIGKILL (Linux's PR_SET_PDEATHSIG; the
-    thread that started the pool holds it until the pool is shut down). Elsewhere, nothing."""
-    try:
-        import ctypes
+PARENT_POLL_S = 1.0
+"""Where a worker cannot be told of its daemon's death (no PR_SET_PDEATHSIG), it looks this
+often (seconds)."""
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # it died before the signal was asked for
-        os._exit(1)
+
+def die_with_parent(parent: int) -> None:
+    """In a worker (the pool's initializer): end when the daemon `parent` ends, even by
+    SIGKILL. Linux's PR_SET_PDEATHSIG where host has it (the thread that started the pool
+    holds it until the pool is shut down); elsewhere a thread that looks every PARENT_POLL_S
+    whether the worker's parent is still `parent`."""
+    if host.has("pdeathsig"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        else:
+            if os.getppid() != parent:  # it died before the signal was asked for
+                os._exit(1)
+            return
+    threading.Thread(target=_watch_parent, args=(parent,), name="vaultd-parent", daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process once its parent is no longer `parent` (re-parented: it died)."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def workers_for(setting: int) -> int:
@@ -164,7 +185,7 @@ def parse_many(root: str, items: list[Item], max_bytes: int, workers: int) -> It
     spool = _spool()
     try:
         # spawn, not fork: the daemon has threads (watcher, server) a fork would copy mid-step
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_die_with_parent,
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent,
                                  initargs=(os.getpid(),)) as pool:
             pending = deque(pool.submit(_chunk, root, c, max_bytes, spool) for c in chunks[: workers * 4])
             queued = len(pending)
@@ -208,10 +229,11 @@ SPOOL_PREFIX = "vaultd-parse-"
 
 
 def _spool() -> str | None:
-    """A folder of this process's own for the workers' payloads, in /dev/shm where there
-    is one (RAM: a file lives there a few milliseconds, never reaching a disk); None when
-    none can be made. Folders left by a daemon that was killed mid-index go first."""
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    """A folder of this process's own for the workers' payloads, in /dev/shm where host has
+    it (RAM: a file lives there a few milliseconds, never reaching a disk), else in the temp
+    folder; None when none can be made. Folders left by a daemon that was killed mid-index
+    go first."""
+    base = spool_base()
     with contextlib.suppress(OSError):
         for name in os.listdir(base):
             pid = name[len(SPOOL_PREFIX) :].split("-", 1)[0]
@@ -221,6 +243,11 @@ def _spool() -> str | None:
         return tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=base)
     except OSError:
         return None
+
+
+def spool_base() -> str:
+    """Where the workers' spool folders go: /dev/shm, or the temp folder (see host `shm`)."""
+    return "/dev/shm" if host.has("shm") else tempfile.gettempdir()
 
 
 def _alive(pid: int) -> bool:

@@ -18,9 +18,10 @@ save by the user's editor that lands in between must never be thrown away. `repl
 - **Identity** (device, inode, size, mtime) of the file read is compared with the file at the
   path just before the swap and with the file handed back after it.
 
-Where leases or the swap are not available (a filesystem that refuses them, a file owned by
-another user), the identity and content checks are made immediately before a plain rename:
-the gap is then the few microseconds between that check and the rename.
+Where leases or the swap are not available (a system without them: see host `lease` and
+`exchange`; a filesystem that refuses them, a file owned by another user), the identity and
+content checks are made immediately before a plain rename: the gap is then the few
+microseconds between that check and the rename.
 
 The one gap left with both: a save whose open() looked the path up before the swap and
 reaches the old file in the microseconds between the last lease check and its unlink.
@@ -40,6 +41,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import host
 from .state import fsync_dir, temp_name, write_atomic
 
 pause: Callable[[str, Path, int | None], None] | None = None
@@ -68,6 +70,8 @@ def _exchange(a: Path, b: Path) -> bool:
     """Swap the files at `a` and `b` atomically. False where the C library or the
     filesystem cannot (the caller then renames)."""
     global _renameat2
+    if not host.has("exchange"):
+        return False
     if _renameat2 is None:
         try:
             fn = ctypes.CDLL(None, use_errno=True).renameat2
@@ -89,6 +93,8 @@ def _lease(fd: int, path: Path) -> bool:
     """Take a read lease on `fd`. True when held; False where leases are not to be had
     (another user's file, a filesystem without them). Changed when the file is open for
     writing now."""
+    if not host.has("lease"):
+        return False
     try:
         # a break is told by a signal: SIGURG, ignored by default (SIGIO, the default, kills)
         fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
