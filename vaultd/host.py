@@ -51,7 +51,7 @@ def _shm() -> bool:
 def _sock_cloexec() -> bool:
     import socket
 
-    return hasattr(socket, "SOCK_CLOEXEC (the daemon's sockets)")
+    return hasattr(socket, "SOCK_CLOEXEC")
 
 
 def _native_watch() -> bool:

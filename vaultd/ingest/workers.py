@@ -184,9 +184,7 @@ def parse_many(root: str, items: list[Item], max_bytes: int, workers: int) -> It
     done = 0
     spool = _spool()
     try:
-        # spawn, not fork: the daemon has threads (watcher, server) a fork would copy mid-step
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent,
-                                 initargs=(os.getpid(),)) as pool:
+        with worker_pool(workers) as pool:
             pending = deque(pool.submit(_chunk, root, c, max_bytes, spool) for c in chunks[: workers * 4])
             queued = len(pending)
             while pending:
@@ -209,6 +207,13 @@ def parse_many(root: str, items: list[Item], max_bytes: int, workers: int) -> It
     finally:
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """The parsing workers: `workers` processes, each ending with this one (die_with_parent).
+    Spawned, not forked: the daemon has threads (watcher, server) a fork would copy mid-step."""
+    return ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=die_with_parent,
+                               initargs=(os.getpid(),))
 
 
 def _chunks(items: list[Item]) -> Iterator[list[Item]]:
