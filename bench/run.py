@@ -11,9 +11,9 @@
     also without snippets (as `vaultq search --format paths` asks), for the share they take;
 (c) `vaultq search` process start to exit vs `python -c 'import socket, json'`;
 (d) freshness: a file written -> found by search, over 50 edits;
-(e) restart with nothing changed: start -> a search answered, reconciled, and the link graph
-    (which backlinks wait for) ready, loaded from where the first start saved it; against that
-    first start, which builds it from the notes;
+(e) the first start after `vaultd index`, then a restart with nothing changed: start -> a search
+    answered, reconciled, and the link graph (which backlinks wait for) ready, loaded from
+    where `vaultd index` saved it; the daemon's RSS then (total, and its own: anonymous);
 (f) daemon RSS after the index and after 10,000 queries;
 (g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained;
 (h) `context` (what an agent asks for) with a 2,000-token budget;
@@ -23,6 +23,7 @@
     RSS it adds (total, anonymous, peak), having made the vectors and restarted;
 (j) `backlinks` of notes picked at random.
     python bench/run.py --vault-size 100000   # one generated vault of 100,000 notes, 500 MB
+    python bench/run.py --vault-size 100000 --keep /tmp/v100k   # generated there once, copied for each run
 Needs ../shared/tools/genvault.py for generated vaults; ripgrep where installed.
 """
 
@@ -228,6 +229,12 @@ def main() -> int:
     ap.add_argument("--vault-size", type=int, metavar="N",
                     help="a generated vault of N notes, 5 KB each on average (100000: the issue's 500 MB vault, "
                          "genvault --seed 21), instead of typical and seed")
+    ap.add_argument("--keep", metavar="DIR",
+                    help="keep generated vaults in DIR (DIR/vault with --vault-size; else DIR/typical, DIR/seed): "
+                         "generated there when absent, and copied from there (each run writes into its copy)")
+    ap.add_argument("--first-build", action="store_true",
+                    help="also (e) a first run on a vault never indexed: the daemon indexes it and builds the link "
+                         "graph itself (a full index more)")
     ap.add_argument("--queries", type=int, default=10_000)
     ap.add_argument("--churn-seconds", type=float, default=30)
     ap.add_argument("--semantic", action="store_true", help="also (i): semantic recall on against off (needs the extra)")
@@ -304,16 +311,41 @@ def table(head: tuple, rows: list[tuple]) -> None:
         print("| " + " | ".join(f"{str(c):<{w[i]}}" for i, c in enumerate(r)) + " |")
 
 
+def graph_seconds(log) -> float:
+    """The seconds `vaultd index` (its log at info, in the file `log`) took to make the link
+    graph ready: built and saved, or loaded and brought up to date."""
+    log.seek(0)
+    found = re.findall(r"link graph: \d+ links (?:resolved|of \d+ notes loaded from \S+) in ([\d.]+) s", log.read())
+    return float(found[-1]) if found else float("nan")
+
+
+def generated(args, name: str, gen: list[str], vault: Path) -> Path:
+    """Generate the vault `gen` says at `vault` (with --keep: copy it from there, generated
+    there first when absent); the path of its ORACLE.json."""
+    if not args.keep:
+        subprocess.run([sys.executable, str(GENVAULT), "--out", str(vault), "--seed", "7", *gen], check=True,
+                       stdout=subprocess.DEVNULL)
+        return vault.with_name("vault.ORACLE.json")
+    kept = Path(args.keep) / ("vault" if args.vault_size else name)
+    oracle = kept.with_name(kept.name + ".ORACLE.json")
+    if not oracle.exists():  # written last: a generation cut short has none
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, str(GENVAULT), "--out", str(kept), "--seed", "7", *gen], check=True,
+                       stdout=subprocess.DEVNULL)
+    subprocess.run(["cp", "-a", str(kept), str(vault)], check=True)  # a copy: the bench writes into it
+    return oracle
+
+
 def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     vault = work / "vault"
     if gen is None:
         shutil.copytree(args.vault, vault)
         needles = []
     else:
-        subprocess.run([sys.executable, str(GENVAULT), "--out", str(vault), "--seed", "7", *gen], check=True,
-                       stdout=subprocess.DEVNULL)
+        oracle = generated(args, name, gen, vault)
         # its needles only: every link and backlink besides (126 MB at 100,000 notes) made no objects
-        needles = [n["query"] for n in msgspec.json.decode((work / "vault.ORACLE.json").read_bytes(), type=_Oracle).needles]
+        needles = [n["query"] for n in msgspec.json.decode(oracle.read_bytes(), type=_Oracle).needles]
     seed = name == "seed"
     files = [p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()]
     mb = sum(p.stat().st_size for p in files) / 2**20
@@ -331,32 +363,50 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     ours, raws = [], []
     for i in range(2):
         into = state if i else work / "state0"
-        ours.append(timed([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(into), "--config",
-                           str(cfg)], f"vaultd index on {vault}", stderr=subprocess.DEVNULL))
+        with open(work / f"index{i}.log", "w+") as log:  # its info lines: how long the link graph took
+            ours.append((*timed([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(into),
+                                 "--config", str(cfg), "--log-level", "info"], f"vaultd index on {vault}", stderr=log),
+                         graph_seconds(log)))
         (work / f"raw{i}").mkdir()
         raws.append(timed([sys.executable, "-c", RAW_TANTIVY, str(vault), str(work / f"raw{i}")],
                           "the raw Tantivy baseline"))
     shutil.rmtree(work / "state0")
-    (t_index, cpu_index, index_rss), (t_raw, cpu_raw, _) = min(ours), min(raws)
+    (t_index, cpu_index, index_rss, t_links), (t_raw, cpu_raw, _) = min(ours), min(raws)
     rows.append(("(a) full index, s (faster of 2)", f"{t_index:.2f}", f"raw Tantivy {t_raw:.2f}",
                  f"{t_raw / t_index:.2f}x the raw rate", "≥ 0.75x"))
+    rows.append(("    of which the link graph (built, saved), s", f"{t_links:.2f}",
+                 f"the index alone {t_index - t_links:.2f}", f"{t_raw / (t_index - t_links):.2f}x the raw rate", ""))
     rows.append(("    notes/s, MB/s, peak RSS", f"{len(files) / t_index:.0f}, {mb / t_index:.1f}, {index_rss:.0f} MB",
                  f"{len(files) / t_raw:.0f}, {mb / t_raw:.1f}", "", ""))
     rows.append(("    CPU s (user + system)", f"{cpu_index:.1f}", f"{cpu_raw:.1f}", f"{cpu_raw / cpu_index:.2f}x", ""))
 
-    # (e) restart with nothing changed: the first start after `vaultd index` builds the link
-    # graph from the notes (the baseline) and saves it at shutdown; the second loads it.
+    # (e) the first start after `vaultd index` (which saved the link graph), then a restart with
+    # nothing changed: both load the graph; the RSS of each once it is ready
+    e_rows = []
+    if args.first_build:  # the daemon indexes a new vault and builds the graph itself: as small, once ready?
+        first = Daemon(vault, work / "state-new", work / "n.sock", cfg)
+        t0 = time.perf_counter()
+        t_reconciled = first.start()
+        t_graph = first.graph_ready(t0)
+        rss, anon = rss_mb(first.proc.pid), rss_mb(first.proc.pid, "RssAnon")
+        first.stop()
+        shutil.rmtree(work / "state-new")
+        e_rows.append(("(e) first run on a vault never indexed: reconciled / graph ready, s",
+                       f"{t_reconciled:.2f} / {t_graph:.2f}", f"RSS {rss:.0f} MB, own (anonymous) {anon:.0f} MB",
+                       "", "RSS ≤ 500, own ≤ 300" if big else ""))
     d = Daemon(vault, state, work / "d.sock")
-    t0 = time.perf_counter()
-    d.start()
-    t_built = d.graph_ready(t0)
-    d.stop()
-    t0 = time.perf_counter()
-    t_restart = d.start()
-    t_graph = d.graph_ready(t0)
-    t_answer = d.answering
-    # (f) RSS after index
-    rss0, anon_after_index = rss_mb(d.proc.pid), rss_mb(d.proc.pid, "RssAnon")
+    for what in ("(e) first run after vaultd index", "(e) restart, nothing changed"):
+        if what.startswith("(e) restart"):
+            d.stop()
+        t0 = time.perf_counter()
+        t_reconciled = d.start()
+        t_graph = d.graph_ready(t0)
+        rss0, anon_after_index = rss_mb(d.proc.pid), rss_mb(d.proc.pid, "RssAnon")
+        e_rows.append((f"{what}: answering / reconciled / graph ready, s",
+                       f"{d.answering:.2f} / {t_reconciled:.2f} / {t_graph:.2f}",
+                       f"RSS {rss0:.0f} MB, own (anonymous) {anon_after_index:.0f} MB", "",
+                       "answering ≤ 1.5, graph ≤ 3; RSS ≤ 500, own ≤ 300" if big else "answering ≤ 1.5, graph ≤ 3"))
+    # (f) RSS after index: the restart's
 
     # (b) query round trip, per kind
     rnd = random.Random(7)
@@ -473,10 +523,7 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     notes = d.c.ask("status")["notes"]
     on_disk = len([p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()])
     rss2, anon2 = rss_mb(d.proc.pid), rss_mb(d.proc.pid, "RssAnon")
-    rows.insert(3, ("(e) restart, nothing changed: answering / reconciled / graph ready, s",
-                    f"{t_answer:.2f} / {t_restart:.2f} / {t_graph:.2f}",
-                    f"graph built from the notes (first start): ready at {t_built:.2f}", "",
-                    "answering ≤ 1.5, graph ≤ 3"))
+    rows[4:4] = e_rows  # after (a)'s rows
     d.stop()
     # ... and the index the daemon kept equals a fresh build of the same files
     subprocess.run([str(BIN / "vaultd"), "index", "--vault", str(vault), "--state-dir", str(work / "fresh"),
