@@ -3,6 +3,13 @@ checkout and others, taking turns: wall and CPU seconds (the process and its wor
 the index's size. The best of the rounds is kept.
 
     python bench/index_time.py ../shared/corpora/junghan-garden-ko --baseline /tmp/base --rounds 4
+    python bench/index_time.py ../shared/corpora/junghan-garden-ko --semantic   # + semantic recall's cost
+
+With --semantic, also the CPU seconds semantic recall takes to make every note's vectors:
+a daemon with it on (a fresh state folder) until every note is embedded, less one with it
+off until its link graph is ready, both read from /proc (the daemon's every thread), per
+1,000 notes; and the sections each model embedded. The multilingual model's token table
+copy in $XDG_CACHE_HOME/vaultd is made before the first round, so no round pays for it.
 
 The vault is copied first (mtimes kept): vaultd never runs on the shared corpora.
 """
@@ -39,11 +46,46 @@ def index_once(vault: Path, code: Path) -> tuple[float, float, int]:
         shutil.rmtree(state, ignore_errors=True)
 
 
+def daemon_cpu(vault: Path, code: Path, semantic: bool) -> tuple[float, dict]:
+    """CPU seconds of a daemon on `vault` (code from `code`, a fresh state folder) from its
+    start until it is ready (with `semantic`: every note's vectors made), and its status."""
+    from quality import Daemon  # bench/quality.py: a daemon, answering once ready
+
+    work = Path(tempfile.mkdtemp(prefix="sc"))
+    try:
+        d = Daemon(vault, work, semantic=semantic, env={**os.environ, "PYTHONPATH": str(code)})
+        try:
+            fields = Path(f"/proc/{d.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+            return cpu, d.ask("status")
+        finally:
+            d.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def semantic_rows(vault: Path, codes: list[Path], rounds: int) -> None:
+    """Print semantic recall's CPU seconds per 1,000 notes for each checkout, best of `rounds`."""
+    print(f"\nsemantic recall on {vault.name}: CPU s of a daemon until every note's vectors are made, less one "
+          f"with it off until ready (best of {rounds})")
+    print("| code | notes | sections (model: n) | CPU s on | CPU s off | semantic CPU s | per 1,000 notes |")
+    print("|---|---|---|---|---|---|---|")
+    daemon_cpu(vault, codes[-1], True)  # the token table copy written, the page cache warm
+    for c in codes:
+        on = min((daemon_cpu(vault, c, True) for _ in range(rounds)), key=lambda r: r[0])
+        off = min(daemon_cpu(vault, c, False)[0] for _ in range(rounds))
+        st = on[1]
+        n = st["notes"]
+        secs = ", ".join(f"{m.split(' ')[0]}: {k}" for m, k in st["semantic"]["sections"].items())
+        print(f"| {c} | {n} | {secs} | {on[0]:.1f} | {off:.1f} | {on[0] - off:.1f} | {(on[0] - off) / n * 1000:.1f} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("vault")
     ap.add_argument("--baseline", action="append", default=[], metavar="DIR", help="another checkout (a git worktree)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--semantic", action="store_true", help="also semantic recall's CPU seconds per 1,000 notes")
     args = ap.parse_args()
     codes = [Path(b).resolve() for b in args.baseline] + [HERE.parent]
     work = Path(tempfile.mkdtemp(prefix="itv"))
@@ -54,6 +96,8 @@ def main() -> int:
         for _ in range(args.rounds):
             for c in codes:
                 runs[c].append(index_once(vault, c))
+        if args.semantic:
+            semantic_rows(vault, codes, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{Path(args.vault).name}: best of {args.rounds}")
