@@ -1,30 +1,53 @@
-"""The operations are one table (vaultd/ops.py), and the README, the daemon, vaultq and the
-MCP server all say the same of it: an operation added without its documentation (its
-README line, its method's docstring) or without a method, request or reply fails here."""
+"""The operations are one table (vaultd/ops.py), and the manual, the daemon, vaultq, the
+MCP server and the Claude Code plugin all say the same of it: an operation added without
+its documentation (its line in docs/operations.md, its method's docstring) or without a
+method, request or reply fails here; so does a tool the docs, `vaultd mcp --help` or
+plugin.json leave out or name wrong."""
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from vaultd import api, mcp, ops, protocol, vaultq
+from vaultd import api, cli, mcp, ops, protocol, vaultq
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+OPERATIONS = ROOT / "docs" / "operations.md"
+"""The page whose `<!-- operations -->` list documents every operation, one line each."""
+AGENTS = ROOT / "docs" / "agents.md"
+"""The page whose `<!-- mcp-tools -->` list names every MCP tool and its arguments."""
+PLUGIN = ROOT / "integrations" / "claude-code" / ".claude-plugin" / "plugin.json"
+
+
+def marked_list(page: Path, mark: str) -> list[str]:
+    """The items of a page's `<!-- mark ... -->` ... `<!-- /mark -->` list, each on one line."""
+    block = re.search(rf"<!-- {mark}[^\n]*-->\n(.*?)<!-- /{mark} -->", page.read_text(), re.S)
+    assert block, f"{page.name} has no <!-- {mark} --> ... <!-- /{mark} --> list"
+    return [" ".join(item.split()) for item in re.split(r"^- ", block.group(1), flags=re.M)[1:]]
 
 
 def readme_operations() -> list[tuple[str, list[str]]]:
-    """The README's list of operations: (name, the fields it names), in its order."""
-    text = README.read_text()
-    block = re.search(r"<!-- operations[^\n]*-->\n(.*?)<!-- /operations -->", text, re.S)
-    assert block, "the README has no list of operations (<!-- operations --> ... <!-- /operations -->)"
-    items = re.split(r"^- ", block.group(1), flags=re.M)[1:]
+    """docs/operations.md's list of operations: (name, the fields it names), in its order."""
     out = []
-    for item in items:
-        m = re.match(r"`(\w+)`( \((.*?)\))?:", " ".join(item.split()))
-        assert m, f"a README operation line reads `name` (`field`, ...): what it does; not {item!r}"
+    for item in marked_list(OPERATIONS, "operations"):
+        m = re.match(r"`(\w+)`( \((.*?)\))?:", item)
+        assert m, f"an operation's line reads `name` (`field`, ...): what it does; not {item!r}"
         fields = re.findall(r"`(\w+)`", m.group(3) or "")
         out.append((m.group(1), fields))
+    return out
+
+
+def docs_tools() -> list[tuple[str, list[str]]]:
+    """docs/agents.md's list of MCP tools: (name, the arguments it names), in its order."""
+    out = []
+    for item in marked_list(AGENTS, "mcp-tools"):
+        m = re.fullmatch(r"`(\w+)`(?: \(([\w, ]*)\))?", item)
+        assert m, f"a tool's line reads `name` (argument, ...); not {item!r}"
+        out.append((m.group(1), [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]))
     return out
 
 
@@ -90,3 +113,35 @@ def _minimal(op: str) -> dict:
                 "grep": {"q": "x"}, "remember": {"text": "x"}}
     return required.get(op, {"note": "x"} if "note" in api.TABLE[op].request.__struct_fields__
                         and op != "split" else {})
+
+
+TOOLS = [op.name for op in ops.OPS if op.tool]
+"""The MCP tools: the rows of the table marked tool=True, in its order."""
+
+
+def test_the_docs_list_every_mcp_tool_with_its_arguments():
+    assert [name for name, _ in docs_tools()] == TOOLS == list(mcp.TOOLS)
+    for name, args in docs_tools():
+        assert args == list(mcp.input_schema(name)["properties"]), f"docs/agents.md's line for the tool {name!r}"
+
+
+def test_vaultd_mcp_help_names_every_tool():
+    out = subprocess.run([sys.executable, "-m", "vaultd", "mcp", "--help"], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    said = re.search(r"\(tools ([\w, ]+);", " ".join(out.split()))
+    assert said, out
+    assert said.group(1).split(", ") == TOOLS
+    assert cli.MCP_HELP in " ".join(out.split())
+
+
+def test_the_plugin_s_description_names_every_tool():
+    description = json.loads(PLUGIN.read_text())["description"]
+    said = re.search(r"MCP tools \(([\w, ]+)\)", description)
+    assert said, description
+    assert said.group(1).split(", ") == TOOLS, "integrations/claude-code/.claude-plugin/plugin.json"
+
+
+def test_a_tool_left_out_of_a_list_is_seen(monkeypatch):
+    """The checks above read the table: a new tool row makes each list short by one."""
+    monkeypatch.setattr(ops, "OPS", (*ops.OPS, ops.Op("forget", tool=True)))
+    assert [op.name for op in ops.OPS if op.tool] != [name for name, _ in docs_tools()]

@@ -119,8 +119,9 @@ def test_the_readme_s_hook_commands_ask_the_vault_they_name_before_or_after_the_
 
 
 def test_the_main_readme_s_hook_commands_with_a_vault_named(home):
-    """README.md's hooks for ~/.claude/settings.json, with `--vault ~/notes` added as it says."""
-    text = (Path(__file__).parent.parent / "README.md").read_text()
+    """The manual's hooks for ~/.claude/settings.json (docs/agents.md), with `--vault ~/notes`
+    added as it says."""
+    text = (Path(__file__).parent.parent / "docs" / "agents.md").read_text()
     block = next(json.loads(b) for b in re.findall(r"```json\n(.*?)```", text, re.S) if '"UserPromptSubmit"' in b)
     assert "add `--vault ~/notes` to each command, before or after the" in " ".join(text.split())
     for event, cmd in commands(block["hooks"]).items():

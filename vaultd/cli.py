@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import click
 
+from . import ops
 from .config import SPLIT_MODES, Config, default_config_path
 from .errors import ConfigError, IndexLocked, SocketInUse, VaultdError
 
@@ -405,7 +406,13 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
                "  (where polkit is not installed, as on a minimal Debian: sudo loginctl enable-linger $USER)")
 
 
-@cli.command("mcp")
+MCP_HELP = (f"Serve the running daemon's operations to an agent: an MCP server on stdin/stdout (tools "
+            f"{', '.join(op.name for op in ops.OPS if op.tool)}; notes as file:// resources). Start the daemon "
+            f"itself with `vaultd run`.")
+"""`vaultd mcp --help`'s text, its tools read from the table of operations (the rows with `tool`)."""
+
+
+@cli.command("mcp", help=MCP_HELP)
 @click.option("--socket", help="The daemon's socket (default: $VAULTD_SOCKET, else the daemon of --vault, of the "
                                "vault around the current folder, or the only one running).")
 @click.option("--vault", help="Use the daemon of this vault (a folder, or its name in the daemon's `vaults`), and "
@@ -413,9 +420,7 @@ def install_service(config_path, vault, state_dir, log_level, socket, split, uni
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="warning",
               help="Log verbosity (to stderr; stdout is the protocol).")
 def mcp_server(socket, vault, log_level):
-    """Serve the running daemon's operations to an agent: an MCP server on stdin/stdout
-    (tools search, context, read, backlinks, links, hot, recent, changes, pin, unpin, status;
-    notes as file:// resources). Start the daemon itself with `vaultd run`."""
+    """The MCP server over the running daemon (its help: MCP_HELP)."""
     setup_logging(log_level)
     from .mcp import run as serve
 
@@ -501,6 +506,14 @@ def parse(file, as_json, body):
         show(f"problem:  {pr}")
     if body:
         show(note.body)
+
+
+@cli.command("man")
+def man_page():
+    """Print vaultd's man page (vaultd man > vaultd.1; man -l vaultd.1); pip installs it."""
+    from .vaultq_help import man_vaultd
+
+    click.echo(man_vaultd(cli), nl=False)
 
 
 def main(argv=None) -> None:

@@ -1,13 +1,19 @@
 """vaultq's help texts, shell completion scripts and man page, all generated from its
 argument parser (vaultq._parser, built from the one table of operations, ops.OPS), so
-that a new operation or flag shows up in each without a line here. Standard library
-only; imported only for help, `vaultq completion` and `vaultq man`, never for a query.
+that a new operation or flag shows up in each without a line here; and vaultd's man page,
+from its click commands (`vaultd man`), the source of its --help. Standard library only
+(click's objects are read, not imported); imported only for help, `vaultq completion` and
+the man pages, never for a query.
+
+The pages pip installs (docs/man/vaultq.1 and vaultd.1, pyproject's data-files) are these
+functions' output, and tests/test_docs_man.py fails when they are not current.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 
 from . import __version__
 
@@ -275,8 +281,7 @@ def _roff(text: str) -> str:
 
 def man(parser: argparse.ArgumentParser) -> str:
     """vaultq(1) in roff (man -l renders it)."""
-    date = datetime.date.today().isoformat()
-    out = [f'.TH VAULTQ 1 "{date}" "vaultd {__version__}" "User Commands"',
+    out = [_title("VAULTQ"),
            ".SH NAME", "vaultq \\- query a running vaultd, the live index of a notes vault",
            ".SH SYNOPSIS", ".B vaultq", "[\\fB\\-\\-socket\\fR \\fIPATH\\fR | \\fB\\-\\-vault\\fR \\fIDIR\\fR]",
            "\\fICOMMAND\\fR [\\fIARGS\\fR]",
@@ -305,8 +310,67 @@ def man(parser: argparse.ArgumentParser) -> str:
                                           "vaultq backlinks \"Deep work\"\nvaultq context \"how do I focus\" "
                                           "--budget 2000\nvaultq graph Zettelkasten --depth 2 --format dot | dot -Tsvg "
                                           '> z.svg\neval "$(vaultq completion bash)"'), ".fi",
-            ".SH SEE ALSO", _roff("vaultd run --help, vaultd check, vaultd install-service; the README of vaultd.")]
+            ".SH SEE ALSO", _roff("vaultd(1); vaultd run --help, vaultd check, vaultd install-service; the manual: "
+                                  "docs/ of vaultd (README.md there).")]
     return "\n".join(out) + "\n"
+
+
+def _title(name: str) -> str:
+    """A page's .TH line, dated today (or by SOURCE_DATE_EPOCH, for a reproducible build)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    day = (datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc).date() if epoch.isdigit()
+           else datetime.date.today())
+    return f'.TH {name} 1 "{day.isoformat()}" "vaultd {__version__}" "User Commands"'
+
+
+VAULTD_EXIT_CODES = """\
+0  done
+1  an error vaultd names (a file it cannot read or write, a failed index); check: something is wrong
+2  a configuration error (the file and the key) or bad usage
+3  another vaultd holds the socket or the index of this vault"""
+
+
+def man_vaultd(group) -> str:
+    """vaultd(1) in roff, from its click group `group` (each command's help and options, as
+    --help shows them)."""
+    ctx = group.context_class(group, info_name="vaultd")
+    out = [_title("VAULTD"),
+           ".SH NAME", "vaultd \\- keep a live index and link graph of a notes vault, and answer over a socket",
+           ".SH SYNOPSIS", ".B vaultd", "\\fICOMMAND\\fR [\\fIOPTIONS\\fR]",
+           ".SH DESCRIPTION",
+           _roff("vaultd watches a vault of Denote, Org and Obsidian Markdown notes, keeps a full-text index and "
+                 "link graph of it, splits notes that grow too big (journaled, undoable), and answers vaultq, "
+                 "editors (vaultd lsp) and agents (vaultd mcp) over a Unix socket."),
+           ".SH COMMANDS"]
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if cmd is None or cmd.hidden:
+            continue
+        sub = cmd.context_class(cmd, info_name=name, parent=ctx)
+        out += [".SS " + _roff(f"vaultd {name} {' '.join(cmd.collect_usage_pieces(sub))}".strip()),
+                _roff(" ".join((cmd.help or "").split()))]
+        for param in cmd.get_params(sub):
+            record = param.get_help_record(sub)
+            if record:
+                out += [".TP", "\\fB" + _roff(record[0]) + "\\fR", _roff(" ".join(record[1].split()))]
+    out += [".SH EXIT STATUS", ".nf", _roff(VAULTD_EXIT_CODES), ".fi",
+            ".SH ENVIRONMENT"]
+    for var, what in VAULTD_ENVIRONMENT:
+        out += [".TP", f"\\fB{var}\\fR", _roff(what)]
+    out += [".SH FILES", ".TP", _roff("$XDG_CONFIG_HOME/vaultd/config.toml"),
+            _roff("the configuration (config.example.toml of vaultd lists every key)"),
+            ".TP", _roff("$XDG_STATE_HOME/vaultd/<vault-name>/"), _roff("the index and state of a vault"),
+            ".TP", _roff("VAULT/.vaultd/split/"), _roff("the journal of every split and remembered entry: their undo"),
+            ".SH SEE ALSO", _roff("vaultq(1); the manual: docs/ of vaultd (README.md there).")]
+    return "\n".join(out) + "\n"
+
+
+VAULTD_ENVIRONMENT = (
+    ("VAULTD_CONFIG", "the config file, when --config is not given"),
+    ("VAULTD_VAULT, VAULTD_STATE_DIR, VAULTD_SOCKET", "the vault, the state folder, the socket, when not given"),
+    ("VAULTD_SPLIT", "auto, propose or off: overrides [split] mode (run --split overrides it)"),
+    ("XDG_RUNTIME_DIR", "where the socket is made: $XDG_RUNTIME_DIR/vaultd/<vault-name>.sock"),
+)
 
 
 def _flags(a: Arg) -> str:
