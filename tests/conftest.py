@@ -308,6 +308,31 @@ def pytest_runtest_setup(item):
     _TEST_SERIAL[0] += 1
 
 
+FACILITY_TESTS = {
+    "test_write_race.py::test_a_save_raced_against_a_journaled_write_is_never_lost": ("lease", "exchange"),
+    "test_write_race.py::test_a_file_open_for_writing_is_not_replaced_and_the_reason_says_so": ("lease",),
+    "test_write_race.py::test_a_save_renamed_over_the_file_after_the_check_is_kept_whole[swapping]": ("exchange",),
+    "test_write_race.py::test_split_history_says_why_a_raced_split_was_refused": ("lease",),
+    "test_write_race.py::test_an_in_place_save_waits_for_the_lease_and_lands_in_the_file": ("lease",),
+    "test_vault.py::test_big_blocks_stay_out_of_the_heap_whose_holes_are_never_given_back": ("malloc_trim",),
+    "test_watch_health.py::test_past_the_inotify_watch_limit_it_says_so_and_rescans": ("inotify_count",),
+}
+"""Tests of a facility itself (vaultd/host.py), by file::name (a parametrized test's every
+case, or one case by its id): skipped where the facility is missing or $VAULTD_PORTABLE
+forces it off (what its fallback does instead is tests/test_portable.py's)."""
+
+
+def pytest_collection_modifyitems(config, items):
+    from vaultd import host
+
+    for item in items:
+        needs = FACILITY_TESTS.get(f"{item.path.name}::{item.name}") or \
+            FACILITY_TESTS.get(f"{item.path.name}::{getattr(item, 'originalname', item.name)}", ())
+        if missing := [n for n in needs if not host.has(n)]:
+            item.add_marker(pytest.mark.skip(reason=f"tests {', '.join(missing)} itself: not here, or forced off by "
+                                                    f"${host.ENV}"))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """A failed test's report shows the log of each daemon started in it or still running."""

@@ -134,7 +134,7 @@ def test_a_big_batch_parses_in_worker_processes_exactly_as_inline(vault, tmp_pat
             (vault / f"bulk/n{i}.md").write_text(f"---\ntags: [bulk]\n---\n# Note {i}\n\nwork item {i} [md](n{i + 1}.md)\n")
     (vault / "bulk/bad.md").write_bytes(b"---\ntitle: [unclosed\n---\n\xff\xfe caf\xe9 work\n")
     on_disk = len(list(vault.rglob("*.md"))) + len(list(vault.rglob("*.org")))
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    base = workers.spool_base()
     stale = tempfile.mkdtemp(prefix=f"{workers.SPOOL_PREFIX}{2**22 + 1}-", dir=base)  # past any pid: a killed daemon's
     tables = []
     for n in (1, 2):
@@ -195,7 +195,7 @@ def test_workers_output_lost_from_the_spool_is_parsed_again(vault, caplog):
     items = [(f"bulk/n{i}.md", 0, 40, 0) for i in range(workers.CHUNK * 6)]
     got = workers.parse_many(str(vault), items, 1 << 20, 2)
     first = next(got)
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+    base = workers.spool_base()
 
     def spooled() -> list[str]:
         mine = [os.path.join(base, d) for d in os.listdir(base) if d.startswith(f"{workers.SPOOL_PREFIX}{os.getpid()}-")]
