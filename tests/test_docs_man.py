@@ -38,7 +38,7 @@ def test_the_shipped_page_is_what_the_program_prints(name):
     printed = subprocess.run(PRINTS[name], capture_output=True, text=True, timeout=60, check=True).stdout
     assert TH.match(printed), printed[:200]
     assert undated(PAGES[name].read_text()) == undated(printed), (
-        f"docs/man/{name}.1 is not current: {' '.join(PRINTS[name][1:])} > docs/man/{name}.1")
+        f"docs/man/{name}.1 is not current: python docs/generate.py")
 
 
 def test_a_page_is_dated_by_source_date_epoch():
