@@ -3,7 +3,9 @@ program prints: its commands, in one bash, against ONE daemon serving a copy of
 examples/vault (module-scoped), with the conventions of tests/docs_blocks.py (`…` for any
 text, times, generations and journal ops as variable parts, /home/me/notes for the vault).
 Blocks run in the order of the pages (README.md, then docs/ by name), and each leaves the
-vault as it found it (what it writes, it undoes), so any one of them can run alone."""
+vault as it found it (what it writes, it undoes). What the daemon remembers of a person's
+reads is not undone: they make notes HOT, as docs/agents.md shows in its blocks' order (a
+block that shows the HOT set comes before those that read)."""
 
 from __future__ import annotations
 
@@ -151,3 +153,24 @@ def test_every_page_has_its_blocks_read():
     error), and the README and the manual have some."""
     assert {b.page.name for b in BLOCKS} >= {"README.md", "query-syntax.md", "agents.md", "editors.md"}
     assert all(b.steps for b in BLOCKS)
+
+
+def test_the_variable_parts_and_nothing_else_may_differ():
+    """The conventions of tests/docs_blocks.py, on text: a time, a generation, `…` and a line
+    of `…` match what they stand for; an op shown is bound to the real one, and the same op
+    shown twice must be the same real one; any other difference is one."""
+    def same(shown: list[str], printed: str, bound: dict | None = None, now: bool = False) -> bool:
+        return docs_blocks.compare(Step("x", shown), printed, now, {} if bound is None else bound) is None
+
+    assert same(["3 of 3 notes, 2.1 ms"], "3 of 3 notes, 1083.3 ms\n")
+    assert not same(["3 of 3 notes, 2.1 ms"], "3 of 4 notes, 2.1 ms\n")
+    assert same(["(… of 300 tokens; generation 2)"], "(267 of 300 tokens; generation 41)\n")
+    assert same(["a", "…", "z"], "a\nb\nc\nz\n") and same(["a", "…", "z"], "a\nz\n")
+    assert not same(["a", "z"], "a\nb\nz\n") and not same([], "something\n") and not same(["a"], "")
+    bound: dict[str, str] = {}
+    assert same(["undo: 20261205T191243-19a4e5", "again 20261205T191243-19a4e5"],
+                "undo: 20261205T215028-75d1f6\nagain 20261205T215028-75d1f6\n", bound)
+    assert bound == {"20261205T191243-19a4e5": "20261205T215028-75d1f6"}
+    assert not same(["20261205T191243-19a4e5 20261205T191243-19a4e5"], "20261205T215028-75d1f6 20261205T215028-000000\n")
+    assert not same(["at 19:12:44"], "at 21:50:28-2\n") and same(["at 19:12:44"], "at 21:50:28-2\n", now=True)
+    assert same(["line  "], "line\n\n\n")  # trailing blanks and blank lines
