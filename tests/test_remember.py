@@ -195,7 +195,7 @@ def test_journal_and_undo_put_the_vault_back_byte_for_byte(capturing):
     assert f"{two['op']}  done        {v}/{two['path']} -> entry {two['heading']} remembered: “Printer toner is ordered from the shop on …”" in history
 
     r = vaultq(d, "split", "--undo", two["op"])
-    assert r.returncode == 0 and r.stdout.decode() == f"undid {two['op']}\nrestored 1 files\n", r.stderr
+    assert r.returncode == 0 and r.stdout.decode() == f"undid {two['op']}\nrestored 1 file\n", r.stderr
     assert notes(v) == middle, "the note is back byte for byte"
     assert d.request("search", q="toner Elm")["total"] == 0 and d.request("search", q="Orca drawer")["total"] == 1
     r = vaultq(d, "split", "--undo", one["op"])
@@ -448,7 +448,7 @@ def test_undo_takes_out_one_entry_and_leaves_the_later_ones(capturing):
            for w in ("amber", "birch", "cedar", "dune", "ember", "fjord", "gorse", "heath")]
     path = v / ops[0]["path"]
     r = vaultq(d, "split", "--undo", ops[1]["op"])
-    assert r.returncode == 0 and r.stdout.decode() == f"undid {ops[1]['op']}\nrestored 1 files\n", r.stderr
+    assert r.returncode == 0 and r.stdout.decode() == f"undid {ops[1]['op']}\nrestored 1 file\n", r.stderr
     data = path.read_text()
     assert "birch" not in data and all(w in data for w in ("amber", "cedar", "dune", "heath"))
     assert d.request("search", q="+birch")["total"] == 0 and d.request("search", q="+heath")["total"] == 1

@@ -11,7 +11,7 @@ translations of it: the socket (server.py: decode, `Operations.answer`, encode),
 their descriptions from the methods' docstrings).
 
 Adding an operation: a row in ops.OPS, and here a request type tagged with its name, a
-reply type, and a method named after it (plus its line in the README, which the tests
+reply type, and a method named after it (plus its line in docs/operations.md, which the tests
 ask for).
 """
 
@@ -325,7 +325,7 @@ class SearchReply(Reply):
     total: int
     total_estimated: bool
     """Whether `total` is estimated: for a phrase whose words most notes hold, checked only
-    in the notes its words rank best (see README, Performance)."""
+    in the notes its words rank best (see docs/performance.md)."""
     took_ms: float
     cold: bool
     generation: int
@@ -1002,7 +1002,7 @@ def merged(each: list[list[dict]], limit: int) -> list[dict]:
     lifts the first vault's weaker notes above the other's answer; reciprocal-rank fusion
     gives each vault's first hit a top place, however weak. Both halves: by score, and each
     vault's best in the first places. bench/vaults.py measures all of these against one
-    index of all the notes (README, "Several vaults")."""
+    index of all the notes (docs/running.md, "Several vaults, one daemon")."""
     ranked = sorted((h for hits in each for h in hits), key=lambda h: -h["score"])  # stable: ties in vault order
     best = [hits[0] for hits in each if hits]
     size = max(HEAD, len(best))

@@ -1,10 +1,10 @@
 """The operations, one row each: the list every face reads.
 
 Adding an operation is one row here and one method, with its typed request and reply, in
-api.py (plus its line in the README, which tests/test_docs.py asks for). From this table:
+api.py (plus its line in docs/operations.md, which tests/test_docs.py asks for). From this table:
 the daemon's dispatch (api.py binds each row to its method, request and reply types by
 its name, and refuses to start when one is missing), vaultq's commands and their
-arguments (vaultq.py), the MCP tools (mcp.py: the rows with `tool`), and the README's
+arguments (vaultq.py), the MCP tools (mcp.py: the rows with `tool`), and the docs'
 list of operations (tests/test_docs.py).
 
 Standard library only, and plain data (names, help texts, argparse arguments as tuples):
@@ -66,7 +66,7 @@ LIMITS = {"list": 1000, "grep": 1000, "backlinks": 100, "links": 100, "graph": 2
 """Each paged operation's default `limit`: its answer holds at most this many items (rows,
 links, notes, tags, paths), from `offset` on, and says `more` (true when there are more) and
 `next` (the `offset` to ask for them). Every face reads it from here: the request types
-(api.py), vaultq's --limit, the MCP tools' schemas, the README."""
+(api.py), vaultq's --limit, the MCP tools' schemas, docs/operations.md."""
 
 MOST = 100_000
 """The largest `limit` a paged operation takes (grep's rows too): a bigger answer is paged."""
@@ -92,7 +92,7 @@ def paged(op: str, what: str, default: int | None = None) -> tuple[tuple[tuple[s
 
 
 def fmt(*choices: str, default: str = "human") -> tuple[tuple[str, ...], dict]:
-    """--format: human, or one of `choices`. Columns (see README "Editors"): vimgrep's are 1-based
+    """--format: human, or one of `choices`. Columns (see docs/editors.md): vimgrep's are 1-based
     bytes (as rg --vimgrep), emacs's 1-based characters, grep has none."""
     return ("--format",), {"choices": tuple(dict.fromkeys(("human", *choices))), "default": default,
                            "help": f"output format (default {default})"}
@@ -114,7 +114,7 @@ OPS = (
         (("--explain",), {"action": "store_true", "help": "show the parts of each hit's score (lexical, semantic)"}),
         AFTER_GENERATION), tool=True),
     Op("grep", Cli(
-        "every line of every note that holds WORDS, each occurrence (as rg -i: see README \"Editors\")",
+        "every line of every note that holds WORDS, each occurrence (as rg -i: see docs/editors.md)",
         (("query",), {"nargs": "+", "metavar": "WORDS", "help": "literal words (\"a phrase\": one word); lines holding "
                                                               "every one"}),
         (("-s", "--case-sensitive"), {"action": "store_true", "help": "case matters (default: ignored)"}),
@@ -210,6 +210,6 @@ OPS = (
                         "help": "write it even when a section of the vault already holds its keywords"}),
         JSON), tool=True, writes=True),
 )
-"""Every operation, in the order vaultq's help, the MCP tool list and the README give them."""
+"""Every operation, in the order vaultq's help, the MCP tool list and docs/operations.md give them."""
 
 BY_NAME = {op.name: op for op in OPS}

@@ -1,7 +1,7 @@
 """Text forms shared by the daemon and its faces (vaultq, the MCP server, the LSP). Standard
 library only (vaultq imports it).
 
-Token estimate (documented in the README): ASCII text costs one token per 3.5
+Token estimate (documented in docs/agents.md): ASCII text costs one token per 3.5
 characters; each Hangul, Han or Kana character costs 1.3 tokens (BPE tokenizers
 split CJK text into about one token per character, often more); other non-ASCII
 characters cost 0.7. Counting characters/4 would undercount Korean text three- to

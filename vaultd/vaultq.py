@@ -598,7 +598,7 @@ def _run_split(c: Session, args) -> int:
             return EXIT_NONE
         for op in res["undone"]:
             print(f"undid {op}")
-        print(f"restored {len(res['restored'])} files")
+        print(f"restored {len(res['restored'])} file{'' if len(res['restored']) == 1 else 's'}")
     elif args.all:
         for it in res["split"]:
             if it.get("stale"):

@@ -33,7 +33,7 @@
 ;;
 ;; The daemon is found as vaultq finds it: `vaultd-vaultq-args' (say
 ;; ("--vault" "~/notes")), else the vault around `default-directory'.
-;; The LSP server (`vaultd lsp', with eglot) is the other way in: see the README.
+;; The LSP server (`vaultd lsp', with eglot) is the other way in: see docs/editors.md.
 
 ;;; Code:
 

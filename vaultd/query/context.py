@@ -17,8 +17,8 @@ Markdown, Org comment lines and comment blocks), nor lines that hold only images
 badges. A run of such lines is one line `[… N lines elided …]`; first and last stay the
 file's real lines (see visible and shown).
 
-Costs are counted by render.cost (the token estimate is documented there and in the
-README).
+Costs are counted by render.cost (the token estimate is documented there and in
+docs/agents.md).
 """
 
 from __future__ import annotations

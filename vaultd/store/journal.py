@@ -189,7 +189,7 @@ class WriterLock:
     """One vaultd at a time writes into a vault: an flock on the vault's folder itself,
     whatever state folder, bind mount or container each vaultd runs from (they all open
     the same folder), and nothing written for it. The others index and answer. Not across
-    machines: a network folder, or a vault synced between two (see README)."""
+    machines: a network folder, or a vault synced between two (see docs/auto-split.md)."""
 
     def __init__(self, root: Path):
         self.root = root
