@@ -50,11 +50,15 @@ SECTION_CHARS = 1000
 """A section's text past this many characters is not embedded (its heading and opening are
 what it is about; an average over pages says less)."""
 
-CJK_CHARS = 250
-"""...and for the multilingual model, whose cost grows with the text, this many."""
+CJK_CHARS = 200
+"""...and for the multilingual model, whose cost grows with the text (0.2 ms a token, about
+80 tokens), this many."""
 
-CJK_SECTIONS = 4
-"""Sections of one note the multilingual model embeds at most (the first ones): 30 ms each."""
+CJK_SECTIONS = 3
+"""Sections of one note the multilingual model embeds at most (the first ones). With 4 of
+250 characters, junghan-garden-ko (2,246 notes) cost 33.5 CPU s per 1,000 notes, more than
+a vault can pay (30); with 3 of 200, a third less, and no query of the Korean dev set or
+the Korean anchors ranked worse (bench/index_time.py --semantic, bench/quality.py --semantic)."""
 
 _LETTER = re.compile(r"[^\W\d_]")
 
