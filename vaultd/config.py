@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import socket as so
+import sys
 from pathlib import Path
 
 import msgspec
@@ -17,8 +18,8 @@ import msgspec
 from .errors import ConfigError, explain_validation
 from .paths import runtime_dir, vault_name, xdg_dir
 
-# sun_path is 108 bytes on Linux, including the terminating NUL.
-MAX_SOCKET_PATH = 107
+# sun_path is 108 bytes on Linux, 104 on macOS and the BSDs, including the terminating NUL.
+MAX_SOCKET_PATH = 107 if sys.platform.startswith("linux") else 103
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
