@@ -252,6 +252,7 @@ class Ingest:
         if g is None:
             return None
         core.notes, core.by_key = saved.notes, saved.by_key()
+        self._log = _paths_of(self._log, core.notes)
         self.graph_saved = core.generation
         return g
 
@@ -530,6 +531,15 @@ class Ingest:
             return False
         return st
 
+
+
+def _paths_of(log: list[tuple[int, str, str, str | None]], notes: dict[str, Note]) -> list:
+    """`log` with each path that names a note of `notes` as that table's own string. The
+    first index's change log held the path of every note as parsed, one string per note left
+    among the objects of the table it replaced: 100,000 of them kept most of that table's
+    memory from being given back (arenas are freed only when empty)."""
+    own = {p: p for p in notes}
+    return [(g, kind, own.get(p, p), own.get(o, o) if o else o) for g, kind, p, o in log]
 
 
 def _same_stat(note: Note, st: os.stat_result) -> bool:

@@ -106,11 +106,13 @@ class _Tables(msgspec.Struct, array_like=True):
 
 
 class _Column(msgspec.Struct, array_like=True):
-    """One number array per record, one after another (see graph.Column)."""
+    """One number array per record, one after another (see graph.Column). Loaded, both are
+    views of the mapped file, not copies: the file's pages, not the daemon's own memory
+    (27 MB of its own at 100,000 notes, as copies)."""
 
-    data: bytes
+    data: memoryview
     """Every record's numbers (int32s or uint32s; native order: the file never leaves this machine)."""
-    ends: bytes
+    ends: memoryview
     """Where each record's end, as counts of numbers (int64s, a 0 first)."""
 
 
@@ -163,7 +165,7 @@ def _ints(values) -> bytes:
 
 
 def _column(parts: list[bytes]) -> _Column:
-    return _Column(b"".join(parts), array("q", [0, *accumulate(len(p) // 4 for p in parts)]).tobytes())
+    return _Column(memoryview(b"".join(parts)), memoryview(array("q", [0, *accumulate(len(p) // 4 for p in parts)])))
 
 
 class _Origin:
@@ -204,7 +206,7 @@ def _by_target(to: array, frm: array, n: int) -> _Column:
     for t, f in zip(to, frm):
         data[at[t]] = f
         at[t] += 1
-    return _Column(data.tobytes(), ends.tobytes())
+    return _Column(memoryview(data), memoryview(ends))
 
 
 def save(path: Path, stamp: Stamp, snap: Snapshot) -> int:
