@@ -25,6 +25,11 @@
 ;;   M-x vaultd-find-note     a note by title, alias, Denote identifier or file name
 ;;   M-x vaultd-insert-link   a link to a note, in this buffer's syntax
 ;;   M-x vaultd-insert-context  what the notes say about a query, within a budget
+;;   M-x vaultd-rename        rename this note, the note the link at point leads to,
+;;                            or the heading at point: every link to it rewritten
+;;   M-x vaultd-history       every write vaultd made (splits, renames), newest first;
+;;                            u undoes the one on the line
+;;   M-x vaultd-undo          undo the newest of them (C-u: choose one)
 ;;
 ;; Every jump into an Org buffer ends with `org-reveal', so point is never left
 ;; inside a folded subtree.  Columns: vaultq's JSON gives every place's `col'
@@ -38,9 +43,12 @@
 ;;; Code:
 
 (require 'json)
+(require 'seq)
 (require 'subr-x)
 
 (declare-function org-reveal "org" (&optional siblings))
+(declare-function org-at-heading-p "org" (&optional invisible-not-ok))
+(declare-function org-get-heading "org" (&optional no-tags no-todo no-priority no-comment))
 (declare-function consult--read "ext:consult")
 (declare-function consult--dynamic-collection "ext:consult")
 (declare-function consult--lookup-member "ext:consult")
@@ -69,15 +77,28 @@
   "Tokens of context `vaultd-insert-context' inserts at most."
   :type 'integer)
 
+(defcustom vaultd-save-before-write 'ask
+  "What `vaultd-rename' and `vaultd-undo' first do with the vault's buffers.
+Both write notes other than this one, and revert those notes' buffers after:
+`ask' offers to save each modified one (`save-some-buffers'), t saves them
+all, nil saves none; a buffer of the vault left modified refuses the command."
+  :type '(choice (const :tag "Ask for each" ask)
+                 (const :tag "Save them all" t)
+                 (const :tag "Refuse" nil)))
+
+(defcustom vaultd-index-wait 10
+  "Seconds a rename waits for the daemon to index the notes just saved.
+vaultd refuses to rename from a note changed since it was indexed."
+  :type 'number)
+
 (defcustom vaultd-use-consult t
   "Use consult for live search with preview when it is installed."
   :type 'boolean)
 
 ;;;; vaultq
 
-(defun vaultd--call (&rest args)
-  "Run vaultq with ARGS; return its JSON answer (an alist), nil for no result.
-A daemon that is down, or a bad request, is a `user-error' in vaultq's words."
+(defun vaultd--run (args)
+  "Run vaultq with ARGS (after `vaultd-vaultq-args'): (EXIT-CODE STDOUT STDERR)."
   (let ((err (make-temp-file "vaultd-err")))
     (unwind-protect
         (with-temp-buffer
@@ -85,16 +106,25 @@ A daemon that is down, or a bad request, is a `user-error' in vaultq's words."
                  (coding-system-for-write 'utf-8)
                  (code (apply #'call-process vaultd-vaultq-program nil (list t err) nil
                               (append vaultd-vaultq-args args))))
-            (cond
-             ((and (memq code '(0 1)) (> (buffer-size) 0))
-              (goto-char (point-min))
-              (json-parse-buffer :object-type 'alist :array-type 'list :null-object nil :false-object nil))
-             ((eq code 1) nil)
-             (t (user-error "vaultd: %s"
-                            (string-trim (with-temp-buffer
-                                           (insert-file-contents err)
-                                           (buffer-string))))))))
+            (list code (buffer-string)
+                  (string-trim (with-temp-buffer
+                                 (let ((coding-system-for-read 'utf-8))
+                                   (insert-file-contents err))
+                                 (buffer-string))))))
       (delete-file err))))
+
+(defun vaultd--parse (json)
+  "JSON, vaultq's answer, as an alist."
+  (json-parse-string json :object-type 'alist :array-type 'list :null-object nil :false-object nil))
+
+(defun vaultd--call (&rest args)
+  "Run vaultq with ARGS; return its JSON answer (an alist), nil for no result.
+A daemon that is down, or a bad request, is a `user-error' in vaultq's words."
+  (pcase-let ((`(,code ,out ,err) (vaultd--run args)))
+    (cond
+     ((and (memq code '(0 1)) (> (length out) 0)) (vaultd--parse out))
+     ((eq code 1) nil)
+     (t (user-error "vaultd: %s" err)))))
 
 (defvar vaultd--roots (make-hash-table :test #'equal)
   "The vault of each folder asked from: `default-directory' -> vault root.")
@@ -492,6 +522,219 @@ At most `vaultd-context-budget' tokens."
                   (unless (memq code '(0 1)) (user-error "vaultd: %s" (string-trim (buffer-string))))
                   (buffer-string)))))
     (insert text)))
+
+;;;; Rename, history, undo
+
+(defun vaultd--write (&rest args)
+  "Run vaultq's command ARGS, one that writes into the vault; its JSON answer.
+A refusal is a `user-error' in vaultq's words, but for the one that says a
+note changed since it was indexed (just saved): that is asked again, for at
+most `vaultd-index-wait' seconds."
+  (let ((deadline (+ (float-time) vaultd-index-wait))
+        (res nil))
+    (while (pcase-let ((`(,code ,out ,err) (vaultd--run args)))
+             (cond
+              ((and (eq code 0) (> (length out) 0)) (setq res (vaultd--parse out)) nil)
+              ((and (string-match-p "changed since it was indexed" err) (< (float-time) deadline))
+               (sleep-for 0.2)
+               t)
+              (t (user-error "vaultd: %s" (if (string-empty-p err) (format "vaultq exited %s" code) err))))))
+    res))
+
+(defun vaultd--in-vault-p (root &optional buffer)
+  "Whether BUFFER (this one) visits a file in the vault at ROOT."
+  (let ((file (buffer-file-name buffer)))
+    (and file (file-in-directory-p file root))))
+
+(defun vaultd--save-vault-buffers (root why)
+  "Save the modified buffers of the vault at ROOT as `vaultd-save-before-write'
+says.  One left modified is a `user-error' saying WHY it must be saved."
+  (when vaultd-save-before-write
+    (save-some-buffers (eq vaultd-save-before-write t) (lambda () (vaultd--in-vault-p root))))
+  (let ((left nil))
+    (dolist (b (buffer-list))
+      (when (and (buffer-modified-p b) (vaultd--in-vault-p root b))
+        (push (buffer-name b) left)))
+    (when left
+      (user-error "vaultd: save %s first: %s" (string-join (nreverse left) ", ") why))))
+
+(defun vaultd--after-write (root files &optional moved)
+  "Show what vaultd wrote into the vault at ROOT.
+The buffer visiting the note MOVED, (FROM . TO), visits TO; the unmodified
+buffers of FILES (paths in the vault) are reverted from their files."
+  (when-let ((buf (and moved (not (equal (car moved) (cdr moved)))
+                       (find-buffer-visiting (vaultd--file root (car moved))))))
+    (with-current-buffer buf
+      (set-visited-file-name (vaultd--file root (cdr moved)) t t)))
+  (dolist (f files)
+    (let* ((file (vaultd--file root f))
+           (buf (find-buffer-visiting file)))
+      (when (and buf (not (buffer-modified-p buf)) (file-exists-p file))
+        (with-current-buffer buf
+          (revert-buffer t t t))))))
+
+(defun vaultd--heading-at-point ()
+  "The heading on this line as (LINE . TEXT), nil when there is none.
+An Org heading's text without its keyword, priority and tags."
+  (save-excursion
+    (beginning-of-line)
+    (cond
+     ((derived-mode-p 'org-mode)
+      (and (org-at-heading-p) (cons (line-number-at-pos) (org-get-heading t t t t))))
+     ((looking-at "#\\{1,6\\}[ \t]+\\(.*?\\)[ \t]*\\(?:#+[ \t]*\\)?$")
+      (cons (line-number-at-pos) (match-string-no-properties 1))))))
+
+(defun vaultd--note-here ()
+  "This buffer's note as (FILE . TITLE)."
+  (let* ((file (or (buffer-file-name) (user-error "This buffer visits no file")))
+         (res (vaultd--call "links" "--json" "--limit" "1" "--" (expand-file-name file))))
+    (unless res (user-error "vaultd: %s is not a note of the vault" (file-name-nondirectory file)))
+    (cons (expand-file-name file) (alist-get 'title res))))
+
+(defun vaultd--note-at-point ()
+  "The note the link at point leads to as (FILE . TITLE).
+Nil when point is on no link."
+  (let ((res (and (not (string-blank-p (buffer-substring (line-beginning-position) (line-end-position))))
+                  (vaultd--resolve-at-point))))
+    (cond
+     ((null res) nil)
+     ((alist-get 'path res)
+      (cons (vaultd--file (alist-get 'vault res) (alist-get 'path res)) (alist-get 'title res)))
+     (t (user-error "vaultd: %s leads to no note%s" (alist-get 'link res)
+                    (if (alist-get 'broken res) (format " (%s)" (alist-get 'broken res)) ""))))))
+
+(defun vaultd--rename-target ()
+  "What `vaultd-rename' renames, asked: (FILE LINE NEW-TITLE).
+LINE is nil for the note."
+  (let* ((link (vaultd--note-at-point))
+         (heading (and (not link) (vaultd--heading-at-point)))
+         (heading (and heading (y-or-n-p (format "Rename the heading \u201c%s\u201d (n: the note)? "
+                                                  (cdr heading)))
+                       heading))
+         (note (or link (vaultd--note-here)))
+         (old (if heading (cdr heading) (cdr note))))
+    (list (car note) (car heading)
+          (read-string (format "Rename %s \u201c%s\u201d to: " (if heading "heading" "note") old)
+                       old nil old))))
+
+;;;###autoload
+(defun vaultd-rename (file line title)
+  "Rename the note of FILE to TITLE, every link to it rewritten.
+With LINE, the heading on that line of FILE is renamed to TITLE instead, and
+the links into it.  Interactively: the note the link at point leads to, else
+this buffer's note, else (point on a heading, if you say so) the heading;
+the current title is the default.  A Denote note keeps its identifier and
+takes TITLE in its file name and front matter; another note is named TITLE.
+The vault's modified buffers are saved first (`vaultd-save-before-write'),
+the buffers of every file the rename wrote are reverted, and a buffer visiting
+the renamed note then visits its new name.  `vaultd-undo' undoes it."
+  (interactive (vaultd--rename-target))
+  (let* ((default-directory (file-name-directory (expand-file-name file)))
+         (root (vaultd--root)))
+    (vaultd--save-vault-buffers root "renaming rewrites the links in other notes")
+    (let ((res (apply #'vaultd--write "rename" "--json"
+                      (append (and line (list "--line" (number-to-string line)))
+                              (list "--" (expand-file-name file) title)))))
+      (vaultd--after-write root (alist-get 'files res) (cons (alist-get 'note res) (alist-get 'to res)))
+      (message "vaultd: renamed %s%s -> %s, %d links rewritten (undo: M-x vaultd-undo, %s)"
+               (alist-get 'note res) (if line (format ":%d" line) "")
+               (if line title (alist-get 'to res)) (or (alist-get 'rewritten res) 0) (alist-get 'op res))
+      res)))
+
+(defun vaultd--history ()
+  "Every write vaultd made into the vault, newest first (vaultq history)."
+  (alist-get 'history (vaultd--call "history" "--json")))
+
+(defun vaultd--history-label (e)
+  "How the history entry E is shown."
+  (let ((to (alist-get 'to e)) (heading (alist-get 'heading e)))
+    (format "%s  %-8s %-9s %s%s" (alist-get 'op e) (alist-get 'status e) (alist-get 'kind e) (alist-get 'note e)
+            (cond ((and heading to) (format ":%s heading renamed" heading))
+                  (to (format " -> %s" to))
+                  ((alist-get 'parts e) (format " -> %d parts" (length (alist-get 'parts e))))
+                  (t "")))))
+
+(defun vaultd--undoable (history)
+  "The entries of HISTORY that can be undone: those still done."
+  (seq-filter (lambda (e) (equal (alist-get 'status e) "done")) history))
+
+(defun vaultd--read-op (history)
+  "An operation of HISTORY to undo, chosen; the newest is the default."
+  (let* ((cands (mapcar (lambda (e) (cons (vaultd--history-label e) (alist-get 'op e)))
+                        (or (vaultd--undoable history) (user-error "vaultd: nothing to undo")))))
+    (cdr (assoc (completing-read "Undo: " cands nil t nil nil (caar cands)) cands))))
+
+;;;###autoload
+(defun vaultd-undo (&optional op)
+  "Undo OP, a write of `vaultd-history'; by default the newest one still done.
+Interactively with a prefix argument, choose it.  Undone byte for byte: the
+files it wrote as they were, a renamed note back at its name (and its buffer
+with it); refused when a file changed since.  Buffers as `vaultd-rename'."
+  (interactive (list (and current-prefix-arg (vaultd--read-op (vaultd--history)))))
+  (let* ((root (vaultd--root))
+         (history (vaultd--history))
+         (entry (if op
+                    (or (seq-find (lambda (e) (equal (alist-get 'op e) op)) history)
+                        (user-error "vaultd: no operation %s (see M-x vaultd-history)" op))
+                  (or (car (vaultd--undoable history)) (user-error "vaultd: nothing to undo")))))
+    (when (and (called-interactively-p 'interactive) (not op)
+               (not (y-or-n-p (format "Undo %s? " (vaultd--history-label entry)))))
+      (user-error "Not undone"))
+    (vaultd--save-vault-buffers root "undoing restores notes")
+    (let ((res (vaultd--write "undo" "--json" "--" (alist-get 'op entry))))
+      (vaultd--after-write root (alist-get 'restored res)
+                           (and (alist-get 'to entry) (cons (alist-get 'to entry) (alist-get 'note entry))))
+      (message "vaultd: undid %s, %d files restored" (string-join (alist-get 'undone res) ", ")
+               (length (alist-get 'restored res)))
+      res)))
+
+(defvar vaultd-history-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "u") #'vaultd-history-undo)
+    map)
+  "Keys of `vaultd-history': those of a vaultd list, and u to undo.")
+
+(define-derived-mode vaultd-history-mode vaultd-list-mode "vaultd history"
+  "vaultd's writes, newest first.
+RET visits the note, u undoes the write, g shows them anew."
+  (setq-local revert-buffer-function (lambda (&rest _) (vaultd-history))))
+
+(defun vaultd--history-place (root e)
+  "Where the history entry E lands, (FILE LINE COL).
+Nil when its note is not there."
+  (let* ((path (if (and (equal (alist-get 'status e) "done") (alist-get 'to e)) (alist-get 'to e)
+                 (alist-get 'note e)))
+         (file (and path (vaultd--file root path))))
+    (and file (file-exists-p file)
+         (list file (if (numberp (alist-get 'heading e)) (alist-get 'heading e) 1) 1))))
+
+;;;###autoload
+(defun vaultd-history ()
+  "Show every write vaultd made into the vault, newest first.
+Splits, renames, remembered entries: RET visits its note, u undoes the one
+on the line."
+  (interactive)
+  (let* ((root (vaultd--root))
+         (places (mapcar (lambda (e)
+                           (cons (propertize (vaultd--history-label e) 'vaultd-op (alist-get 'op e))
+                                 (vaultd--history-place root e)))
+                         (vaultd--history)))
+         (buf (vaultd--fill-list "*vaultd history*" (format "vaultd history of %s" root) places)))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t) (line (line-number-at-pos)))
+        (vaultd-history-mode)
+        (setq default-directory root)
+        (goto-char (point-min))
+        (forward-line (1- line))))
+    (pop-to-buffer buf)))
+
+(defun vaultd-history-undo ()
+  "Undo the write on this line of `vaultd-history', and show the history anew."
+  (interactive)
+  (let ((op (or (get-text-property (line-beginning-position) 'vaultd-op) (user-error "No write on this line"))))
+    (when (y-or-n-p (format "Undo %s? " op))
+      (vaultd-undo op)
+      (vaultd-history))))
 
 (provide 'vaultd)
 ;;; vaultd.el ends here
