@@ -32,6 +32,8 @@ EMOJI = "notes/emoji.md"
 """Links after emoji with a variation selector (U+FE0F), one of them broken."""
 LINKS_OF = "notes/가치관 - 선택.md"
 """The note whose links out vaultd-links lists in the test."""
+ADDED = "\n추가한 줄, 저장 전.\n"
+"""What the rename test types into LINKS_OF before renaming (saved by vaultd-rename)."""
 FOLLOW = [
     ("notes/가치관 - 선택.md", "[[Deep w", "## Rules"),
     ("notes/가치관.md", "[[가치관 - ", "# 가치관 - 선택"),
@@ -53,7 +55,8 @@ def run_ert(make_daemon, tmp_path, selector: str):
     env = {**os.environ, "VAULTD_SOCKET": str(d.socket), "VAULTD_TEST_VAULT": str(vault),
            "VAULTD_TEST_OUT": str(out), "VAULTD_TEST_VAULTQ": str(Path(sys.executable).with_name("vaultq")),
            "VAULTD_TEST_FOLLOW": "\n".join(f"{f}\t{n}" for f, n, _ in FOLLOW),
-           "VAULTD_TEST_LINKS": LINKS_OF, "VAULTD_TEST_EMOJI": EMOJI}
+           "VAULTD_TEST_LINKS": LINKS_OF, "VAULTD_TEST_EMOJI": EMOJI, "VAULTD_TEST_PART": LINKS_OF,
+           "VAULTD_TEST_ADDED": ADDED}
     run = subprocess.run(["emacs", "--batch", "-Q", "-L", str(ROOT / "editors" / "emacs"), "-l", "vaultd-test.el",
                           "--eval", f"(ert-run-tests-batch-and-exit '{selector})"], env=env, cwd=vault,
                          capture_output=True, text=True, timeout=180)
@@ -62,7 +65,7 @@ def run_ert(make_daemon, tmp_path, selector: str):
 
 
 def test_emacs_search_backlinks_and_follow_link_land_exactly(make_daemon, tmp_path):
-    vault, d, landed = run_ert(make_daemon, tmp_path, "(not (tag parity))")
+    vault, d, landed = run_ert(make_daemon, tmp_path, "(not (or (tag parity) (tag rename)))")
 
     def text_at(row: dict) -> str:
         return Path(row["file"]).read_text().split("\n")[row["line"] - 1][row["col"]:]
@@ -197,3 +200,62 @@ def test_vaultd_el_byte_compiles_without_warnings(tmp_path):
                           "-f", "batch-byte-compile", str(el)], capture_output=True, text=True, timeout=120)
     assert (run.returncode, run.stderr.count("Warning"), run.stderr.count("Error")) == (0, 0, 0), run.stderr
     assert el.with_suffix(".elc").stat().st_size > 0
+
+
+def test_emacs_rename_rewrites_links_moves_the_buffer_and_undo_restores(make_daemon, tmp_path):
+    """vaultd-rename from a link (in a buffer left modified: refused, then saved), of the
+    current buffer's note, of a heading; then vaultd-undo three times. Each step's files and
+    buffers as editors/emacs/vaultd-test.el recorded them."""
+    before = {p.relative_to(EDITORS).as_posix(): p.read_text() for p in EDITORS.rglob("*") if p.is_file()}
+    before.update(EXTRA)
+    vault, d, rows = run_ert(make_daemon, tmp_path, "(tag rename)")
+    step = {r["what"].split(":")[0]: r for r in rows if "tree" in r}
+    offered = [(r["prompt"], r["default"]) for r in rows if r["what"] == "offered"]
+    assert offered == [("Rename note \u201cDeep work\u201d to: ", "Deep work")] * 2 + [
+        ("Rename note \u201cShallow work\u201d to: ", "Shallow work"),
+        ("Rename heading \u201cRules\u201d to: ", "Rules")]
+
+    refused = next(r for r in rows if r["what"].startswith("refused: "))
+    assert "save" in refused["what"] and Path(LINKS_OF).name in refused["what"]
+    assert refused["tree"] == before, "a refusal writes nothing"
+    saved = {**before, LINKS_OF: before[LINKS_OF] + ADDED}
+
+    # from the link [[Deep work#Rules]]: every link in every syntax rewritten on disk
+    tree = step["from a link"]["tree"]
+    assert "Deep work.md" not in tree and tree["Shallow work.md"] == saved["Deep work.md"].replace(
+        "title: Deep work", "title: Shallow work")
+    assert "[[Shallow work#Rules]]" in tree[LINKS_OF] and tree[LINKS_OF].endswith(ADDED)
+    assert "See [[Shallow work]] and" in tree["journal/2025-12-01.md"]
+    assert "[[file:../Shallow work.md::Rules][Shallow work]]" in tree[ORG]  # a label that said the title follows
+    assert "[[Shallow work#Rules]]" in tree[EMOJI]
+    assert not [t for t in tree.values() if "[[Deep work" in t or "Deep work.md" in t]
+    # each buffer says what its file says: the part's reverted, Deep work's at its new name
+    assert step["from a link"]["current"] == LINKS_OF
+    assert {(b["file"], b["modified"], b["same"]) for b in step["from a link"]["buffers"]} == \
+        {(LINKS_OF, False, True), ("Shallow work.md", False, True)}
+
+    # the current buffer's own note: the buffer follows it
+    this = step["this note"]
+    assert this["current"] == "Deep focus.md" and "Shallow work.md" not in this["tree"]
+    assert "[[Deep focus#Rules]]" in this["tree"][LINKS_OF]
+    assert all(b["same"] and not b["modified"] for b in this["buffers"])
+    assert {b["file"] for b in this["buffers"]} == {LINKS_OF, "Deep focus.md"}
+
+    # a heading: its line, and the links into it
+    head = step["a heading"]["tree"]
+    assert "## Principles\n" in head["Deep focus.md"] and "[[Deep focus#Principles]]" in head[LINKS_OF]
+    assert "[[file:../Deep focus.md::Principles][Deep focus]]" in head[ORG]
+    assert all(b["same"] and not b["modified"] for b in step["a heading"]["buffers"])
+
+    history = [r["text"] for r in rows if r["what"] == "history"]
+    assert len(history) == 3 and all(" done " in h and " rename " in h for h in history), history
+    assert history[2].endswith("Deep work.md -> Shallow work.md")
+
+    # undone, newest first: the heading, the note, the rename from the link; byte for byte
+    assert step["undo 1"]["tree"] == this["tree"]
+    assert step["undo 2"]["tree"] == step["from a link"]["tree"]
+    assert step["undo 3"]["tree"] == saved
+    assert step["undo 3"]["current"] == "Deep work.md"
+    assert all(b["same"] and not b["modified"] for r in ("undo 1", "undo 2", "undo 3") for b in step[r]["buffers"])
+    assert {p.relative_to(vault).as_posix(): p.read_bytes() for p in vault.rglob("*")
+            if p.is_file() and ".vaultd" not in p.parts} == {k: v.encode() for k, v in saved.items()}

@@ -14,6 +14,7 @@
 (require 'ert)
 (require 'json)
 (require 'org)
+(require 'seq)
 (require 'vaultd)
 
 (setq vaultd-vaultq-program (getenv "VAULTD_TEST_VAULTQ")
@@ -211,6 +212,95 @@ and its first `[' it is."
     (search-backward "[[")
     (vaultd-follow-link)
     (vaultd-test--record "follow first [")))
+
+;;;; Rename, history, undo (tag `rename': tests/test_emacs.py runs them apart and checks
+;;;; the files written against the rows recorded here)
+
+(defun vaultd-test--tree ()
+  "The vault's files (but vaultd's journal in .vaultd/, and Emacs's lock links),
+each path with its text."
+  (let ((files (seq-remove (lambda (f) (string-prefix-p ".vaultd/" f))
+                           (mapcar (lambda (f) (file-relative-name f vaultd-test-vault))
+                                   (seq-filter #'file-regular-p
+                                               (directory-files-recursively vaultd-test-vault ""))))))
+    (mapcar (lambda (f)
+              (cons f (with-temp-buffer
+                        (let ((coding-system-for-read 'utf-8))
+                          (insert-file-contents (expand-file-name f vaultd-test-vault)))
+                        (buffer-string))))
+            (sort files #'string<))))
+
+(defun vaultd-test--record-state (what)
+  "Write the vault's files, and each buffer of them (its file, whether it is modified
+and says what its file says), after WHAT, to $VAULTD_TEST_OUT."
+  (let ((buffers nil))
+    (dolist (b (buffer-list))
+      (let ((file (buffer-file-name b)))
+        (when (and file (file-in-directory-p file vaultd-test-vault))
+          (push `((file . ,(file-relative-name file vaultd-test-vault))
+                  (modified . ,(if (buffer-modified-p b) t :json-false))
+                  (same . ,(if (and (file-exists-p file)
+                                    (equal (with-current-buffer b
+                                             (save-restriction (widen) (buffer-string)))
+                                           (cdr (assoc (file-relative-name file vaultd-test-vault)
+                                                       (vaultd-test--tree)))))
+                               t :json-false)))
+                buffers))))
+    (write-region (concat (json-encode `((what . ,what)
+                                         (current . ,(and (buffer-file-name)
+                                                          (file-relative-name (buffer-file-name)
+                                                                              vaultd-test-vault)))
+                                         (tree . ,(vaultd-test--tree))
+                                         (buffers . ,(nreverse buffers))))
+                          "\n")
+                  nil (getenv "VAULTD_TEST_OUT") t 'silent)))
+
+(defun vaultd-test--rename-here (title &optional heading)
+  "`vaultd-rename' as M-x runs it here, answering TITLE; HEADING: yes, the heading.
+The default it offered is recorded."
+  (cl-letf (((symbol-function 'read-string)
+             (lambda (prompt &optional _initial _history default &rest _)
+               (write-region (concat (json-encode `((what . "offered") (prompt . ,prompt) (default . ,default)))
+                                     "\n")
+                             nil (getenv "VAULTD_TEST_OUT") t 'silent)
+               title))
+            ((symbol-function 'y-or-n-p) (lambda (&rest _) heading)))
+    (call-interactively #'vaultd-rename)))
+
+(ert-deftest vaultd-rename-from-a-link-then-the-note-then-a-heading-then-undo ()
+  "A modified buffer refuses; saved, the note a link leads to is renamed (the links in
+other notes rewritten, their buffers reverted, the note's buffer at its new name); then
+the current buffer's note, then a heading; `vaultd-history' lists the three and
+`vaultd-undo' undoes each, newest first."
+  :tags '(rename)
+  (let* ((vaultd-save-before-write nil)
+         (part (find-file (expand-file-name (getenv "VAULTD_TEST_PART") vaultd-test-vault)))
+         (deep (find-file-noselect (expand-file-name "Deep work.md" vaultd-test-vault))))
+    (with-current-buffer part
+      (goto-char (point-max))
+      (insert (getenv "VAULTD_TEST_ADDED"))
+      (search-backward "[[Deep work#Rules]]")
+      (forward-char 4)
+      (let ((err (should-error (vaultd-test--rename-here "Shallow work") :type 'user-error)))
+        (vaultd-test--record-state (concat "refused: " (error-message-string err))))
+      (setq vaultd-save-before-write t)
+      (vaultd-test--rename-here "Shallow work")
+      (vaultd-test--record-state "from a link"))
+    (switch-to-buffer deep)
+    (goto-char (point-min))
+    (vaultd-test--rename-here "Deep focus")
+    (vaultd-test--record-state "this note")
+    (goto-char (point-min))
+    (search-forward "## Rules")
+    (vaultd-test--rename-here "Principles" t)
+    (vaultd-test--record-state "a heading")
+    (vaultd-history)
+    (vaultd-test--record-lines "*vaultd history*" "history")
+    (dotimes (i 3)
+      (with-current-buffer deep
+        (vaultd-undo)
+        (vaultd-test--record-state (format "undo %d" (1+ i)))))
+    (should-error (vaultd-undo) :type 'user-error)))
 
 (provide 'vaultd-test)
 ;;; vaultd-test.el ends here
