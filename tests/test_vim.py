@@ -5,6 +5,7 @@ says. Without the editor installed, its tests are skipped, saying so."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -196,3 +197,80 @@ def test_gf_just_past_a_link_is_not_on_it(editor, ed, tmp_path):
     caught = [r for r in rows if r[0] == "CAUGHT"]
     assert len(caught) == 1 and "E447" in caught[0][1] and "here" in caught[0][1], rows
     assert landings(rows) == [(emoji, 3, _byte(line, past), " here"), (deep, 8, 1, "## Rules")]
+
+
+STATE = ROOT / "tests" / "editors" / "vim_state.vim"
+ADDED = "추가한 줄, 저장 전."
+"""What the rename test types into PART before renaming (written by :VaultRename)."""
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*")
+            if p.is_file() and not p.name.startswith(".") and ".vaultd" not in p.parts}
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_vault_rename_rewrites_links_follows_the_buffer_and_undo_restores(editor, ed, tmp_path):
+    """:VaultRename from a link (in a modified buffer: refused with g:vaultd_save_before_write
+    = 0, then written), of the current note, :VaultRename! of a heading; :VaultHistory;
+    :VaultUndo three times. Swap files on, beside the files, as Vim's default puts them: the
+    plugin's own do not refuse the rename. Each step's files, buffers and windows as
+    tests/editors/vim_state.vim records them."""
+    before = _tree(ed.vault)
+    line = before[PART].split("\n")[4]
+    at = len(line[: line.index("[[Deep work#Rules]]")].encode()) + 4  # inside the link, past Korean text
+    state = tmp_path / "state.jsonl"
+    rows = run(editor, ed, [
+        f"let $VAULTD_STATE = '{state}'", f"source {STATE}", "set swapfile directory=. updatecount=200",
+        r"edit notes/가치관\ -\ 선택.md", r"split Deep\ work.md", "wincmd p",
+        f"call append('$', '{ADDED}')", "let g:vaultd_save_before_write = 0", f"call cursor(5, {at})",
+        "VaultRename Shallow work", "call VaultdTestState('refused')",
+        "let g:vaultd_save_before_write = 1", "VaultRename Shallow work", "call VaultdTestState('from a link')",
+        "wincmd p", "call cursor(1, 1)", "VaultRename Deep focus", "call VaultdTestState('this note')",
+        "call cursor(8, 1)", "VaultRename! Principles", "call VaultdTestState('a heading')",
+        "VaultHistory", "call add(s:out, 'HISTORY ' . join(map(getqflist(), 'v:val.text'), '|'))", "cclose",
+        r"execute bufwinnr('Deep focus.md') . 'wincmd w'", "VaultUndo", "call VaultdTestState('undo 1')", "VaultUndo", "call VaultdTestState('undo 2')",
+        "VaultUndo", "call VaultdTestState('undo 3')"], tmp_path)
+    step = {r["what"]: r for r in map(json.loads, state.read_text().splitlines())}
+    saved = {**before, PART: before[PART] + ADDED + "\n"}
+
+    refused = step["refused"]
+    assert refused["tree"] == before and (PART, 1) in {(b["file"], b["modified"]) for b in refused["buffers"]}
+    assert all(b["swap"] for b in refused["buffers"])  # Vim's swap files, beside the files
+
+    tree = step["from a link"]["tree"]
+    assert "Deep work.md" not in tree and tree["Shallow work.md"] == saved["Deep work.md"].replace(
+        "title: Deep work", "title: Shallow work")
+    assert "[[Shallow work#Rules]]" in tree[PART] and tree[PART].endswith(ADDED + "\n")
+    assert "See [[Shallow work]] and" in tree["journal/2025-12-01.md"]
+    assert "[[file:../Shallow work.md::Rules][Shallow work]]" in tree[TOKYO]
+    assert not [t for t in tree.values() if "[[Deep work" in t or "Deep work.md" in t]
+    here = step["from a link"]
+    assert here["current"] == PART and sorted(here["windows"]) == sorted(["Shallow work.md", PART])
+    assert {(b["file"], b["modified"], b["same"]) for b in here["buffers"]} == \
+        {(PART, 0, True), ("Shallow work.md", 0, True)}
+    assert all(b["swap"] for b in here["buffers"])  # on again
+
+    this = step["this note"]
+    assert this["current"] == "Deep focus.md" and "Shallow work.md" not in this["tree"]
+    assert "[[Deep focus#Rules]]" in this["tree"][PART]
+    assert {(b["file"], b["modified"], b["same"]) for b in this["buffers"]} == \
+        {(PART, 0, True), ("Deep focus.md", 0, True)}
+
+    head = step["a heading"]["tree"]
+    assert "## Principles\n" in head["Deep focus.md"] and "[[Deep focus#Principles]]" in head[PART]
+    assert "[[file:../Deep focus.md::Principles][Deep focus]]" in head[TOKYO]
+
+    history = next(r[1] for r in rows if r[0] == "HISTORY").split("|")
+    assert len(history) == 3 and all(" done " in h and " rename " in h for h in history), history
+    assert history[2].endswith("Deep work.md -> Shallow work.md")
+
+    assert step["undo 1"]["tree"] == this["tree"]
+    assert step["undo 2"]["tree"] == here["tree"]
+    assert (step["undo 1"]["current"], step["undo 2"]["current"]) == ("Deep focus.md", "Shallow work.md")
+    assert step["undo 3"]["tree"] == saved and step["undo 3"]["current"] == "Deep work.md"
+    assert sorted(step["undo 3"]["windows"]) == sorted(["Deep work.md", PART])
+    assert all(b["same"] and not b["modified"] for r in ("undo 1", "undo 2", "undo 3") for b in step[r]["buffers"])
+    assert {p.relative_to(ed.vault).as_posix(): p.read_bytes() for p in ed.vault.rglob("*")
+            if p.is_file() and ".vaultd" not in p.parts and not p.name.endswith(".swp")} == \
+        {k: v.encode() for k, v in saved.items()}
