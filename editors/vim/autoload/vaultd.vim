@@ -193,10 +193,15 @@ function! s:json(lines) abort
   return empty(json) ? {} : json_decode(json)
 endfunction
 
+" A file's absolute path, every symbolic link in it resolved (the daemon's vault is).
+function! s:real(path) abort
+  return resolve(fnamemodify(a:path, ':p'))
+endfunction
+
 " The loaded buffers of files in the vault at `vault` (getbufinfo() items).
 function! s:vault_buffers(vault) abort
-  return filter(getbufinfo({'bufloaded': 1}),
-        \ {_, b -> !empty(b.name) && stridx(fnamemodify(b.name, ':p'), a:vault . '/') == 0})
+  let vault = s:real(a:vault)
+  return filter(getbufinfo({'bufloaded': 1}), {_, b -> !empty(b.name) && stridx(s:real(b.name), vault . '/') == 0})
 endfunction
 
 " Write the vault's modified buffers (g:vaultd_save_before_write, default on: a `:wall` of
@@ -267,8 +272,9 @@ endfunction
 
 " The number of the buffer of the file `path` (absolute), -1 for none.
 function! s:buffer_of(path) abort
+  let path = s:real(a:path)
   for b in getbufinfo()
-    if !empty(b.name) && fnamemodify(b.name, ':p') ==# a:path
+    if !empty(b.name) && s:real(b.name) ==# path
       return b.bufnr
     endif
   endfor
