@@ -12,9 +12,19 @@ it leads is asked of the daemon.
 - references: the backlinks of the note, or of the heading under the cursor, or of the place
   the link under the cursor leads to.
 - completion: link targets after `[[` (titles, aliases, Denote identifiers, and in Org
-  `denote:`/`file:` links), headings after `[[Note#` and `::*`, blocks after `#^`; tags
-  after `#` (Markdown) and in Org tag lists.
-- diagnostics: broken and ambiguous links (with the candidates), as the buffer stands.
+  `denote:`/`file:` links), headings after `[[Note#` and `::*`, blocks after `#^`; in a
+  Markdown link's target `[text](`, note paths relative to the note, then `#headings`;
+  tags after `#` (Markdown) and in Org tag lists.
+- diagnostics: broken and ambiguous links (with the candidates), as the buffer stands; a
+  Denote identifier keyword that disagrees with the file name (the file name's names the
+  note, as Denote follows it).
+- rename (with prepareRename): on a link, the note it leads to; on a note's title (its
+  title keyword, or a Markdown note's first H1) the note; on a heading, the heading: done
+  by the daemon's `rename` op, journaled and undoable (`vaultq undo OP`); the editor's open
+  buffers are brought to the files written. workspace/willRenameFiles: a note's file
+  renamed by the editor gets the links to it rewritten (edits the editor applies).
+- code actions: `Create note NAME` on a broken link (the editor makes it, in the vault's
+  naming convention); a disagreeing Denote identifier keyword set to the file name's.
 - hover: the target's title, tags and first lines; document symbols: the buffer's
   headings; workspace symbols: a search.
 
@@ -45,6 +55,7 @@ request the client cancels ($/cancelRequest) is answered as cancelled at once.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -54,9 +65,10 @@ import time
 from bisect import bisect_right
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
@@ -70,12 +82,15 @@ from .errors import DaemonUnavailable
 from .note import Heading, Link, headings_of
 from .parse import parse_lines
 from .paths import pick_socket, read_head
-from .parse.syntaxes import DENOTE, INTERNAL, NOT_NOTES, ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
+from .parse.denote import IDENTIFIER, TEXT_SUFFIX, denote_slug, mismatch, parse_name
+from .parse.syntaxes import DENOTE, INTERNAL, NO_IDENTIFIER, NO_NOTE, NOT_NOTES, ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
 from .render import still_indexing
 
 logger = logging.getLogger("vaultd.lsp")
 
 NOTE_SUFFIXES = (".md", ".org")
+NOTE_FILES = ("md", "org", "txt")
+"""The extensions of the files whose renames by the editor are asked of the server (workspace/willRenameFiles)."""
 DEBOUNCE_S = 0.3
 """Quiet time after a change before the buffer's links are checked again."""
 FIRST_LINES = 8
@@ -738,6 +753,116 @@ class VaultServer(LanguageServer):
     def location(self, path: str, line: int | None) -> t.Location:
         return t.Location(uri=from_fs_path(path), range=_at_line(line))
 
+    # -- edits: the editor's buffers and the files on disk
+
+    def refuse(self, why: str) -> Refused:
+        """An edit refused: said to the user (an editor may show no error reply) and returned to raise."""
+        self.say(t.MessageType.Error, f"vaultd: {why}")
+        return Refused(why)
+
+    def disk_text(self, path: str) -> str | None:
+        """The text of the file at `path` as a diff of it reads it (undecodable bytes replaced),
+        None when there is none (or it is no note of the vault)."""
+        vault = self.vault_of(path)
+        rel = vault_rel(path, vault) if vault else None
+        if rel is None:
+            return None
+        try:
+            data, _ = read_head(os.path.realpath(vault), rel, self.cap)
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace")
+
+    def open_text(self, path: str) -> tuple[int | None, str] | None:
+        """The (version, text) of the editor's open buffer of `path`, None when it is not open."""
+        return self._docs.get(unquote(from_fs_path(path)))
+
+    def unsaved(self, path: str) -> bool:
+        """Whether `path` is open in the editor with a text other than the file's (changes not saved)."""
+        doc = self.open_text(path)
+        if doc is None:
+            return False
+        disk = self.disk_text(path)
+        return disk is None or norm(doc[1]) != norm(disk)
+
+    def buffers_to_disk(self, paths: list[str]) -> t.WorkspaceEdit | None:
+        """Edits bringing every open buffer of these files to the text now on disk (a file
+        gone: left alone), versioned when the client takes versions (a buffer changed since is
+        then left as it is, by the client)."""
+        versioned = self._takes("document_changes")
+        docs: list[t.TextDocumentEdit] = []
+        changes: dict[str, list[t.TextEdit]] = {}
+        for p in paths:
+            doc, disk = self.open_text(p), self.disk_text(p)
+            if doc is None or disk is None or not (edits := line_edits(self, doc[1], disk)):
+                continue
+            uri = from_fs_path(p)
+            if versioned:
+                docs.append(t.TextDocumentEdit(
+                    text_document=t.OptionalVersionedTextDocumentIdentifier(uri=uri, version=doc[0]), edits=edits))
+            else:
+                changes[uri] = edits
+        if not docs and not changes:
+            return None
+        return t.WorkspaceEdit(document_changes=docs) if versioned else t.WorkspaceEdit(changes=changes)
+
+    def _takes(self, what: str) -> bool:
+        ws = getattr(self.client_capabilities, "workspace", None)
+        we = getattr(ws, "workspace_edit", None)
+        return bool(getattr(we, what, None))
+
+    def moved_buffer(self, note: str, to: str) -> bool:
+        """Whether the renamed note `note` (now `to`) is open in the editor: then the editor
+        is asked to show `to` (window/showDocument, when it can)."""
+        if note == to or self.open_text(note) is None:
+            return False
+        window = getattr(self.client_capabilities, "window", None)
+        if getattr(getattr(window, "show_document", None), "support", False):
+            self.on_loop(self.window_show_document, t.ShowDocumentParams(uri=from_fs_path(to), take_focus=True),
+                         None)
+        return True
+
+    def file_renamed(self, old: str, new: str) -> dict[str, list[t.TextEdit]] | None:
+        """The edits that keep every link to the note `old` leading to it once the editor names
+        it `new` (see will_rename_files), by document URI (the note's own at `old`); None, and
+        the user told why, when vaultd's rename cannot name it so or refuses."""
+        vault = self.vault_of(old)
+        if vault is None or not _inside(old, vault):
+            return None
+        title = _file_title(old, new)
+        rel_new = os.path.relpath(new, vault)
+        if title is None:
+            self.say(t.MessageType.Warning, f"vaultd: links to {os.path.relpath(old, vault)} are not rewritten: "
+                                            f"vaultd's rename does not name a note {rel_new} (`vaultq rename` "
+                                            "keeps its folder, extension and Denote identifier and keywords)")
+            return None
+        try:
+            plan = ask_rename(self, old, note=old, title=title, line=None, dry_run=True)
+        except Refused:
+            return None
+        if _vault_path(vault, plan["to"]) != new:
+            self.say(t.MessageType.Warning, f"vaultd: links are not rewritten: vaultd names the note titled "
+                                            f"{title!r} {plan['to']}, not {rel_new}")
+            return None
+        rel = lambda p: os.path.relpath(_vault_path(vault, p), vault)  # noqa: E731
+        rels = {rel(p): _vault_path(vault, p) for p in plan["files"]}
+        note, to = rel(plan["note"]), rel(plan["to"])
+        unsaved = [p for p, full in rels.items() if self.unsaved(full)]
+        if unsaved:
+            self.say(t.MessageType.Warning, f"vaultd: links are not rewritten: save {', '.join(unsaved)} first")
+            return None
+        before = {p: text for p, full in rels.items() if (text := self.disk_text(full)) is not None}
+        out = {}
+        for p, after in diff_texts(plan["diff"], before).items():
+            was = before.get(note if p == to else p)
+            if after is None or was is None:
+                continue
+            path = old if p == to else rels[p]
+            doc = self.open_text(path)
+            if edits := line_edits(self, doc[1] if doc else was, after):
+                out[from_fs_path(path)] = edits
+        return out
+
 
 def uri_path(uri: str) -> str | None:
     parts = urlsplit(uri)
@@ -828,7 +953,8 @@ def references(ls: VaultServer, params: t.ReferenceParams):
 
 
 def diagnostics(ls: VaultServer, uri: str, doc: tuple[int | None, str]) -> list[t.Diagnostic]:
-    """The broken and ambiguous links of one version of an open document. When the daemon
+    """The broken and ambiguous links of one version of an open document, and a Denote
+    identifier keyword that disagrees with its file name (identity_diagnostic). When the daemon
     cannot say (down, lost midway, or failing the request), none: those published before
     are of a text that may be gone (lines that no longer exist), and the user is told once
     that it is down. Over the size cap, one diagnostic saying so (too_big), and nothing of
@@ -844,7 +970,7 @@ def diagnostics(ls: VaultServer, uri: str, doc: tuple[int | None, str]) -> list[
         dests = ls.asked(buf.path, lambda s: resolve_all(s, buf))
     except DaemonUnavailable:
         dests = None  # lost midway: said by the session
-    out = []
+    out = [x for x in (identity_diagnostic(ls, buf),) if x is not None and dests is not None]
     for ln, d in zip(buf.links, dests or ()):
         if d is None or not d.broken:
             continue
@@ -939,6 +1065,8 @@ def workspace_symbols(ls: VaultServer, params: t.WorkspaceSymbolParams):
 _TYPED = "|".join(map(re.escape, TYPED))  # the Org link types typed after `[[`: file, denote, id
 _TYPED_PLACE = re.compile(rf"^({_TYPED}):(.*?)::(.*)$")  # [[denote:ID::*Head
 _TYPED_NOTE = re.compile(rf"^({_TYPED}):")
+_MD_TARGET = re.compile(r"(?<!\])\[[^\[\]]*\]\((<?[^()\s<>]*)$")
+"""A Markdown link's target being typed: `[text](` then what was typed of it."""
 _MD_TAG = re.compile(r"(?:^|(?<=[\s(]))#([^\s#\[\]()]*)$")
 _ORG_TAGS = re.compile(r"^(?:\*+\s.*\s|#\+filetags:\s*)(?::[^\s:]+)*:([^\s:]*)$", re.IGNORECASE)
 
@@ -955,10 +1083,48 @@ def completion(ls: VaultServer, params: t.CompletionParams):
     at = before.rfind("[[")
     if at >= 0 and "]" not in before[at:]:
         return _link_completion(ls, buf, line, at + 2, char, before[at + 2 :], after)
+    md = None if buf.org else _MD_TARGET.search(before)
+    if md:
+        return _path_completion(ls, buf, line, md.start(1), char, md[1])
     m = (_ORG_TAGS if buf.org else _MD_TAG).search(before)
     if m:
         return _tag_completion(ls, buf, line, m.start(1), char)
     return None
+
+
+def _path_completion(ls: VaultServer, buf: Buffer, line: int, a: int, b: int, typed: str):
+    """Inside a Markdown link's target, `[text](`: the vault's notes by their path relative to
+    this note (URL-encoded, as a Markdown link writes a path; as they are inside `<...>`),
+    then, after `#`, the headings of the note typed (this one when no path is), by the slug
+    a Markdown link names a heading with."""
+    angle = typed.startswith("<")
+    typed = typed[angle:]
+    if "#" in typed:
+        written, _, anchor = typed.partition("#")
+        path = _target_path(ls, buf, f"[x]({written})") if written else buf.path
+        if not path:
+            return None
+        target = Buffer(path, "\n".join(ls.lines_of(path)), buf.vault)
+        start = b - len(anchor)
+        return t.CompletionList(is_incomplete=False, items=[
+            t.CompletionItem(label=h.anchor, kind=t.CompletionItemKind.Reference, filter_text=h.anchor,
+                             detail=f"{'#' * h.level} {h.text}  line {h.line}",
+                             text_edit=_edit(ls, buf, line, start, b, h.anchor)) for h in target.headings])
+    notes = _notes(ls, buf, "")
+    if notes is None:
+        return None
+    here = os.path.dirname(buf.path)
+    want = unquote(typed).casefold()
+    items = []
+    for n in notes:
+        rel = os.path.relpath(n["path"], here).replace(os.sep, "/")
+        if n["path"] == buf.path or want not in rel.casefold() and want not in n["title"].casefold():
+            continue
+        written = rel if angle else quote(rel)
+        items.append(t.CompletionItem(label=rel, kind=t.CompletionItemKind.File, detail=n["title"],
+                                      filter_text=f"{written} {n['title']}",
+                                      text_edit=_edit(ls, buf, line, a + angle, b, written)))
+    return t.CompletionList(is_incomplete=len(items) > COMPLETIONS, items=items[:COMPLETIONS])
 
 
 def _edit(ls: VaultServer, buf: Buffer, line: int, a: int, b: int, text: str) -> t.TextEdit:
@@ -1055,6 +1221,436 @@ def _notes(ls: VaultServer, buf: Buffer, typed: str) -> list[dict] | None:
     return [n for *_, n in sorted(ranked, key=lambda r: r[:2])]
 
 
+# -- editing: rename, the editor's own file renames, code actions --------------------------
+#
+# A rename is vaultd's write: the daemon's `rename` op plans it, checks every link against the
+# vault as it will be, writes it through its journal (undone by `vaultq undo OP`). The editor
+# writes nothing of it: the files are on disk when the reply goes, and the reply's edits only
+# bring the editor's open buffers to what is on disk (see rename). A note made from a broken
+# link is the editor's own write (a CreateFile and its text, as LSP servers do).
+
+
+class Refused(JsonRpcException):
+    """The error reply to an edit that was not made, saying why (RequestFailed: understood,
+    and refused). Nothing was written."""
+
+    CODE = int(t.LSPErrorCodes.RequestFailed)
+    MESSAGE = "refused"
+
+
+_ORG_TITLE_KEY = re.compile(r"^[ \t]*#\+title:[ \t]*(.*?)[ \t]*$", re.IGNORECASE)
+_TITLE_KEY = re.compile(r"^title[ \t]*[:=][ \t]*(.*?)[ \t]*$")
+_IDENTIFIER_KEY = re.compile(r"^[ \t]*(?:#\+)?identifier[ \t]*[:=][ \t]*[\"']?(.*?)[\"']?[ \t]*$", re.IGNORECASE)
+_TEXT_KEY = re.compile(r"^\w+:")
+
+
+def keyword_lines(buf: Buffer) -> range:
+    """The 0-based lines that may hold the note's keywords: an Org note's before its first
+    heading, a Denote text note's leading `key:` lines, a Markdown note's front matter."""
+    lines = buf.lines
+    if buf.org:
+        return range(next((i for i, x in enumerate(lines) if re.match(r"\*+[ \t]", x)), len(lines)))
+    if buf.path.lower().endswith(TEXT_SUFFIX):
+        return range(next((i for i, x in enumerate(lines) if not _TEXT_KEY.match(x)), len(lines)))
+    first = lines[0].strip().lstrip("\ufeff") if lines else ""
+    if first in ("---", "+++"):
+        closing = ("---", "...") if first == "---" else ("+++",)
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() in closing), None)
+        if end is not None:
+            return range(1, end)
+    return range(0)
+
+
+def _keyword(buf: Buffer, pattern: re.Pattern) -> tuple[int, int, int] | None:
+    """(line, start, end), 0-based characters, of the value of the first keyword line `pattern` matches."""
+    for i in keyword_lines(buf):
+        m = pattern.match(buf.lines[i].rstrip("\r"))
+        if m:
+            return i, m.start(1), m.end(1)
+    return None
+
+
+def title_span(buf: Buffer) -> tuple[int, int, int] | None:
+    """Where the note's title keyword's value is: `#+title:`, or `title:` in front matter."""
+    return _keyword(buf, _ORG_TITLE_KEY if buf.org else _TITLE_KEY)
+
+
+class Renaming:
+    """What a rename at the cursor renames: the note `note` (absolute path), or its heading
+    on `line` (1-based); what it is called now (`text`), and the buffer's span the cursor is
+    in (line, char, end line, end char: 0-based characters)."""
+
+    def __init__(self, note: str, line: int | None, text: str, span: tuple[int, int, int, int]):
+        self.note, self.line, self.text, self.span = note, line, text, span
+
+
+def renaming(ls: VaultServer, buf: Buffer, line: int, char: int) -> Renaming | None:
+    """What a rename at (line, char) renames: on a link, the note it leads to (a link within
+    the note: the heading it leads to); on the title keyword's line, or on a Markdown note's
+    first H1 where no keyword gives the title, the note itself; on a heading, that heading.
+    None elsewhere (a URL, a broken or ambiguous link, plain text)."""
+    link = buf.link_at(line, char)
+    if link is not None:
+        if link.kind in NOT_NOTES or (dest := _dest(ls, buf, link)) is None or not dest.path or dest.candidates:
+            return None
+        if link.kind in WITHIN_SOURCE:
+            h = next((x for x in buf.headings if x.line == dest.line), None)
+            return None if h is None else Renaming(buf.path, h.line, h.text, buf.span(link))
+        target = Buffer(dest.path, "\n".join(ls.lines_of(dest.path)), buf.vault)
+        return Renaming(dest.path, None, target.note.title, buf.span(link))
+    span = title_span(buf)
+    if span is not None and span[0] == line:
+        return Renaming(buf.path, None, buf.note.title, (line, span[1], line, span[2]))
+    h = next((x for x in buf.headings if x.line == line + 1), None)
+    if h is None:
+        return None
+    text = buf.lines[line]
+    at = max(0, text.find(h.text))
+    span4 = (line, at, line, at + len(h.text))
+    first_h1 = next((x for x in buf.headings if x.level == 1), None)
+    if not buf.org and h is first_h1 and span is None:
+        return Renaming(buf.path, None, buf.note.title, span4)
+    return Renaming(buf.path, h.line, h.text, span4)
+
+
+def prepare_rename(ls: VaultServer, params: t.PrepareRenameParams):
+    if (cur := _cursor(ls, params)) is None:
+        return None
+    buf, line, char = cur
+    r = renaming(ls, buf, line, char)
+    if r is None:
+        return None
+    return t.PrepareRenamePlaceholder(range=_range(ls.encoding, buf.lines, *r.span), placeholder=r.text)
+
+
+def _vault_path(vault: str, p: str) -> str:
+    return p if os.path.isabs(p) else os.path.join(vault, p)
+
+
+def norm(text: str) -> str:
+    """Text as an editor's buffer holds it, to compare with a file: no BOM, lines ending in \\n."""
+    return text.removeprefix("\ufeff").replace("\r\n", "\n")
+
+
+def ask_rename(ls: VaultServer, near: str, **args) -> dict:
+    """The daemon's `rename` op's answer; Refused (said to the user too) when it refuses or
+    is down."""
+    with ls.session(near) as s:
+        if s is None:
+            raise ls.refuse("the daemon is not running: nothing was renamed")
+        try:
+            return s.request("rename", **args)
+        except RequestFailed as e:
+            raise ls.refuse(e.said("LSP")) from None
+
+
+def rename(ls: VaultServer, params: t.RenameParams):
+    """Rename, as vaultd's own journaled write. The daemon's dry run names the files it would
+    write; when one of them is open in the editor with changes not saved, nothing is done
+    (save first). Else the daemon writes (check_editors off: this server knows the editor's
+    buffers, and an editor's swap file would otherwise refuse every rename), and the reply
+    edits each open buffer of a file written, line by line, into the file's new text: the
+    editor then holds what is on disk, and nothing is applied twice (the edits change only
+    buffers; saving them writes the same bytes). The renamed note's own buffer, if open, is
+    of a file no longer there: the editor is asked to show the new one (window/showDocument,
+    when it can) and told to close the old one unsaved. The message says what changed and
+    how to undo it (`vaultq undo OP`)."""
+    if (cur := _cursor(ls, params)) is None:
+        return None
+    buf, line, char = cur
+    r = renaming(ls, buf, line, char)
+    if r is None:
+        raise ls.refuse("nothing to rename here: put the cursor on a link, a note's title or a heading")
+    args = {"note": r.note, "title": params.new_name, "line": r.line}
+    vault = buf.vault or ""
+    plan = ask_rename(ls, buf.path, dry_run=True, **args)
+    files = [_vault_path(vault, p) for p in plan["files"]]
+    unsaved = [os.path.relpath(p, vault) for p in files if ls.unsaved(p)]
+    if unsaved:
+        raise ls.refuse(f"save first: {', '.join(unsaved)} {'has' if len(unsaved) == 1 else 'have'} changes not "
+                        "saved, and the rename writes there; nothing was renamed")
+    done = ask_rename(ls, buf.path, dry_run=False, check_editors=False, **args)
+    note, to = _vault_path(vault, done["note"]), _vault_path(vault, done["to"])
+    edit = ls.buffers_to_disk([_vault_path(vault, p) for p in done["files"]])
+    moved = ls.moved_buffer(note, to)
+    ls.say(t.MessageType.Info, renamed_message(done, vault, moved))
+    return edit
+
+
+def renamed_message(done: dict, vault: str, moved: bool) -> str:
+    """What the user is told of a rename done: what changed, and how to undo it."""
+    rel = lambda p: os.path.relpath(_vault_path(vault, p), vault)  # noqa: E731
+    what = f"{rel(done['note'])}:{done['heading']}" if done.get("heading") else rel(done["note"])
+    others = len({rel(p) for p in done["files"]} - {rel(done["note"]), rel(done["to"])})
+    said = f"vaultd: renamed {what}" + (f" to {rel(done['to'])}" if done["note"] != done["to"] else "") + \
+        f": {_count(done['rewritten'], 'link')} rewritten in {_count(others, 'other note')}, " \
+        f"{_count(done['relabeled'], 'label')} following the new name"
+    if moved:
+        said += f"; the buffer of {rel(done['note'])} is of a file no longer there: close it without saving"
+    return said + f". Undo: vaultq undo {done['op']}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def line_edits(ls: VaultServer, old: str, new: str) -> list[t.TextEdit]:
+    """Edits turning the buffer text `old` into `new` (compared as norm() makes them): each
+    line that differs replaced (its line ending kept), or the whole text when the lines'
+    count differs."""
+    a, b = old.split("\n"), norm(new).split("\n")
+    if len(a) != len(b):
+        end = position(ls.encoding, a, len(a) - 1, len(a[-1]))
+        crlf = "\r\n" in old
+        return [t.TextEdit(range=t.Range(start=t.Position(line=0, character=0), end=end),
+                           new_text=norm(new).replace("\n", "\r\n") if crlf else norm(new))]
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        cr = x.endswith("\r")
+        if x.removesuffix("\r") != y:
+            out.append(t.TextEdit(range=_range(ls.encoding, a, i, 0, i, len(x) - cr), new_text=y))
+    return out
+
+
+# -- the editor's own file renames
+
+DIFF_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def diff_texts(diff: str, before: dict[str, str]) -> dict[str, str | None]:
+    """The text of each file a unified diff (difflib's, of texts split by str.splitlines)
+    changes, after it: `before` holds each changed file's text before, by the diff's path (a
+    file the diff creates is not in it); None for a file it removes. A file's last line with
+    no line ending runs into what follows it in such a diff (its new line, the next file's
+    `--- ` header): split off again, by the old line's known length or at the header."""
+    els = diff.splitlines(keepends=True)
+    out: dict[str, str | None] = {}
+    i = 0
+    while i < len(els):
+        old, new = els[i][4:].rstrip("\r\n"), els[i + 1][4:].rstrip("\r\n")
+        i += 2
+        path = new[2:] if new != "/dev/null" else old[2:]
+        lines = before.get(path, "").splitlines(keepends=True) if old != "/dev/null" else []
+        result, at = [], 0
+        while i < len(els) and els[i].startswith("@@"):
+            m = DIFF_HUNK.match(els[i])
+            o_start, o_n, n_n = int(m[1]), int(m[2] or 1), int(m[4] or 1)
+            i += 1
+            start = o_start - 1 if o_n else o_start
+            result += lines[at:start]
+            at = start + o_n
+            cur = start
+            while o_n > 0 or n_n > 0:
+                el = els[i]
+                if el[0] in " -":
+                    was = lines[cur] if cur < len(lines) else ""
+                    cur += 1
+                    if was == was.rstrip("\r\n") and len(el) > 1 + len(was):  # the last line, no ending
+                        els[i:i + 1] = [el[:1 + len(was)], el[1 + len(was):]]
+                        el = els[i]
+                i += 1
+                o_n -= el[0] in " -"
+                n_n -= el[0] in " +"
+                cut = max(el.rfind("--- a/"), el.rfind("--- /dev/null"))
+                if o_n <= 0 and n_n <= 0 and cut > 0 and i < len(els) and els[i].startswith("+++ "):
+                    el, els[i - 1] = el[:cut], el[cut:]  # the new last line, with no ending
+                    i -= 1
+                if el[0] in " +":
+                    result.append(el[1:])
+        result += lines[at:]
+        out[path] = None if new == "/dev/null" else "".join(result)
+    return out
+
+
+def _file_title(old: str, new: str) -> str | None:
+    """The title that makes vaultd's rename name the note `old` as `new` (same folder, same
+    extension): a Denote name's title part (its identifier, signature and keywords kept), else
+    the new file name's stem; None when no title does."""
+    if os.path.dirname(old) != os.path.dirname(new):
+        return None
+    (a, ext_a), (b, ext_b) = os.path.splitext(os.path.basename(old)), os.path.splitext(os.path.basename(new))
+    if ext_a != ext_b:
+        return None
+    was, now = parse_name(a), parse_name(b)
+    if was is None:
+        return b
+    if now is None or (now.id, now.signature, now.keywords) != (was.id, was.signature, was.keywords) or not now.title:
+        return None
+    return now.title
+
+
+def will_rename_files(ls: VaultServer, params: t.RenameFilesParams):
+    """An editor renaming a note's file itself (not through vaultd): the links to it in
+    other notes (and its own title keyword, as `vaultq rename` writes it), as edits applied
+    before the rename. The daemon's dry run of a rename to the title that gives the new name
+    is the plan (see _file_title); a name no title gives (another folder, other Denote
+    keywords) gets no edits, and the user is told so. Nothing is written by vaultd."""
+    changes: dict[str, list[t.TextEdit]] = {}
+    for f in params.files:
+        old, new = uri_path(f.old_uri), uri_path(f.new_uri)
+        if not old or not new or not old.lower().endswith(NOTE_SUFFIXES + (TEXT_SUFFIX,)):
+            continue
+        for uri, edits in (ls.file_renamed(old, new) or {}).items():
+            changes.setdefault(uri, []).extend(edits)
+    return t.WorkspaceEdit(changes=changes) if changes else None
+
+
+# -- code actions: a note made from a broken link, an identifier keyword fixed
+
+
+def _front_matter(ext: str, title: str, ident: str | None, alias: str | None) -> str:
+    """A new note's opening text: Denote's front matter for its file type when it has an
+    identifier (`ident`), else a title in the note's own syntax."""
+    if ident is None:
+        return f"#+title: {title}\n\n" if ext == ".org" else f"# {title}\n\n"
+    when = datetime.strptime(ident, "%Y%m%dT%H%M%S").astimezone()
+    if ext == ".org":
+        return (f"#+title:      {title}\n#+date:       [{when:%Y-%m-%d %a %H:%M}]\n#+filetags:   \n"
+                f"#+identifier: {ident}\n\n")
+    if ext == TEXT_SUFFIX:
+        return (f"title:      {title}\ndate:       {when:%Y-%m-%d}\ntags:       \nidentifier: {ident}\n"
+                f"{'-' * 27}\n\n")
+    aliases = f"aliases:    [{json.dumps(alias, ensure_ascii=False)}]\n" if alias else ""
+    return (f"---\ntitle:      {json.dumps(title, ensure_ascii=False)}\ndate:       {when.isoformat()}\n"
+            f"tags:       []\nidentifier: \"{ident}\"\n{aliases}---\n\n")
+
+
+def _denote_name(ident: str, title: str, ext: str) -> str:
+    slug = denote_slug(title)
+    return f"{ident}--{slug}{ext}" if slug else f"{ident}{ext}"
+
+
+def _new_identifier(ls: VaultServer, near: str) -> str:
+    """A Denote identifier for now that no note has yet (a second later while one has)."""
+    when = datetime.now()
+    for _ in range(60):
+        ident = when.strftime("%Y%m%dT%H%M%S")
+        res = _ask(ls, near, "resolve", link=f"denote:{ident}")
+        if res is None or res["broken"] == NO_IDENTIFIER:
+            return ident
+        when += timedelta(seconds=1)
+    return ident
+
+
+def _obsidian_folder(vault: str, here: str) -> str:
+    """Where Obsidian makes a new note (.obsidian/app.json's newFileLocation): the vault's
+    top (its default), the current note's folder, or the folder it names."""
+    try:
+        with open(os.path.join(vault, ".obsidian", "app.json"), encoding="utf-8") as f:
+            app = json.load(f)
+    except (OSError, ValueError):
+        return vault
+    if app.get("newFileLocation") == "current":
+        return here
+    if app.get("newFileLocation") == "folder" and isinstance(app.get("newFileFolderPath"), str):
+        return os.path.join(vault, app["newFileFolderPath"])
+    return vault
+
+
+def new_note(ls: VaultServer, buf: Buffer, link: Link) -> tuple[str, str] | None:
+    """The file a broken link names (absolute path) and the text it is made with, in the
+    vault's convention: a `denote:` link's identifier (its description the title); the path
+    a Markdown or Org `file:` link names; for a wikilink, in a Denote vault (the note's own
+    file name is a Denote name) a Denote name with a new identifier (the link's name kept as
+    an alias, so that it leads there), else Obsidian's `Name.md`. None when it names no
+    file this can make (outside the vault, a name no file may have)."""
+    vault, here = buf.vault, os.path.dirname(buf.path)
+    ext = os.path.splitext(buf.path)[1].lower()
+    if not vault or not link.target:
+        return None
+    if link.kind == DENOTE.kind:
+        if not IDENTIFIER.fullmatch(link.target):
+            return None
+        title = link.label.strip() or link.target
+        return os.path.join(here, _denote_name(link.target, title, ext)), _front_matter(ext, title, link.target, None)
+    target = link.target
+    if link.kind in ("md", "file"):
+        path = os.path.join(vault, target.lstrip("/")) if target.startswith("/") and link.kind == "md" else \
+            os.path.join(here, target)
+        if not os.path.splitext(target)[1]:
+            path += ".md" if link.kind == "md" else ext
+        title = os.path.splitext(os.path.basename(path))[0]
+    elif link.kind in ("wiki", "embed"):
+        title = target.rsplit("/", 1)[-1]
+        if parse_name(os.path.splitext(os.path.basename(buf.path))[0]) is not None and "/" not in target:
+            ident = _new_identifier(ls, buf.path)
+            return os.path.join(here, _denote_name(ident, title, ".md")), _front_matter(".md", title, ident, target)
+        path = os.path.join(vault, target) if "/" in target else os.path.join(_obsidian_folder(vault, here), target)
+        path += "" if target.lower().endswith(".md") else ".md"
+    else:
+        return None
+    path = os.path.normpath(path)
+    if not _inside(path, vault) or os.path.lexists(path):
+        return None
+    return path, _front_matter(os.path.splitext(path)[1].lower(), title, None, None)
+
+
+def code_actions(ls: VaultServer, params: t.CodeActionParams):
+    """On a broken link (in the range asked), `Create note NAME`: the note it names, made by
+    the editor (a CreateFile and its text), so that the link leads there once saved. On a
+    Denote note's identifier keyword that disagrees with its file name, the keyword fixed to
+    the file name's identifier."""
+    buf = ls.buffer(params.text_document.uri)
+    if buf is None:
+        return None
+    first, last = params.range.start.line, params.range.end.line
+    out: list[t.CodeAction] = []
+    for link in buf.links:
+        a, _, c, _ = buf.span(link)
+        if c < first or a > last or link.kind in NOT_NOTES or link.kind in WITHIN_SOURCE:
+            continue
+        dest = _dest(ls, buf, link)
+        if dest is None or dest.path or dest.broken not in (NO_NOTE, NO_IDENTIFIER):
+            continue
+        made = new_note(ls, buf, link)
+        if made is None:
+            continue
+        path, text = made
+        uri = from_fs_path(path)
+        rel = os.path.relpath(path, buf.vault)
+        out.append(t.CodeAction(
+            title=f"Create note {rel}", kind=t.CodeActionKind.QuickFix,
+            edit=t.WorkspaceEdit(document_changes=[
+                t.CreateFile(uri=uri, options=t.CreateFileOptions(overwrite=False, ignore_if_exists=True)),
+                t.TextDocumentEdit(text_document=t.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
+                                   edits=[t.TextEdit(range=_at_line(1), new_text=text)])])))
+    fix = identity_fix(ls, buf, first, last)
+    return out + ([fix] if fix else [])
+
+
+def identity_span(buf: Buffer) -> tuple[int, int, int] | None:
+    """Where a Denote note's identifier keyword says another identifier than its file name:
+    (line, start, end) of the keyword's value; None when it agrees (or there is none)."""
+    if not buf.note.id_keyword:
+        return None
+    return _keyword(buf, _IDENTIFIER_KEY)
+
+
+def identity_diagnostic(ls: VaultServer, buf: Buffer) -> t.Diagnostic | None:
+    """The diagnostic on the identifier keyword that disagrees with the file name: the file
+    name's identifier names the note (as Denote follows it), and the fix."""
+    span = identity_span(buf)
+    if span is None:
+        return None
+    line, a, b = span
+    return t.Diagnostic(range=_range(ls.encoding, buf.lines, line, a, line, b), severity=t.DiagnosticSeverity.Warning,
+                        source="vaultd", code="denote-identity",
+                        message=f"this note is {buf.note.id}, as its file name says: "
+                                f"{mismatch(buf.note.id, buf.note.id_keyword)}")
+
+
+def identity_fix(ls: VaultServer, buf: Buffer, first: int, last: int) -> t.CodeAction | None:
+    span = identity_span(buf)
+    if span is None or not first <= span[0] <= last:
+        return None
+    line, a, b = span
+    uri = from_fs_path(buf.path)
+    return t.CodeAction(title=f"Set the identifier keyword to {buf.note.id} (the file name's)",
+                        kind=t.CodeActionKind.QuickFix, is_preferred=True,
+                        edit=t.WorkspaceEdit(changes={uri: [t.TextEdit(
+                            range=_range(ls.encoding, buf.lines, line, a, line, b), new_text=buf.note.id)]}))
+
+
 # -- wiring ------------------------------------------------------------------------------
 
 
@@ -1087,8 +1683,15 @@ def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
     ls.feature(t.TEXT_DOCUMENT_HOVER)(off_loop(hover))
     ls.feature(t.TEXT_DOCUMENT_DOCUMENT_SYMBOL)(off_loop(document_symbols))
     ls.feature(t.WORKSPACE_SYMBOL)(off_loop(workspace_symbols))
+    ls.feature(t.TEXT_DOCUMENT_PREPARE_RENAME)(off_loop(prepare_rename))
+    ls.feature(t.TEXT_DOCUMENT_RENAME, t.RenameOptions(prepare_provider=True))(off_loop(rename))
+    ls.feature(t.WORKSPACE_WILL_RENAME_FILES, t.FileOperationRegistrationOptions(filters=[
+        t.FileOperationFilter(scheme="file", pattern=t.FileOperationPattern(glob=f"**/*.{{{','.join(NOTE_FILES)}}}"))
+    ]))(off_loop(will_rename_files))
+    ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
+               t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix]))(off_loop(code_actions))
     ls.feature(t.TEXT_DOCUMENT_COMPLETION,
-               t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^"]))(off_loop(completion))
+               t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^", "(", "/"]))(off_loop(completion))
 
     # in the event loop's thread, as each message is read: a request after them sees the new text
     @ls.feature(t.TEXT_DOCUMENT_DID_OPEN)

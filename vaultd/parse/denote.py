@@ -71,6 +71,18 @@ def text_front_matter(lines: list[str]) -> tuple[dict[str, str], int]:
     return meta, i if meta else 0
 
 
+_DENOTE_DROPPED = re.compile(r"[\]\[{}!@#$%^&*()+'\"?,.|;:~`‘’“”/=]")
+"""What Denote's default title slug drops (`denote-sluggify-title`, as Denote's manual gives it)."""
+
+
+def denote_slug(title: str) -> str:
+    """The title part of a Denote file name, as Denote's default `denote-sluggify-title`
+    makes it: its punctuation dropped, each blank and underscore a hyphen, runs of hyphens
+    one, none at either end, lower case (any script: 가치관 stays itself)."""
+    s = re.sub(r"[_ ]", "-", _DENOTE_DROPPED.sub("", title))
+    return re.sub(r"-{2,}", "-", s).strip("-").lower()
+
+
 def mismatch(name_id: str, keyword_id: str) -> str:
     """The problem of a note whose identifier keyword disagrees with its file name."""
     return (f"file name says {name_id}, identifier keyword says {keyword_id}; Denote follows the file name "

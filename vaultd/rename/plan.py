@@ -34,7 +34,7 @@ import msgspec
 
 from ..note import Heading, Link, Note, headings_of, links_of
 from ..parse import parse_file
-from ..parse.denote import TEXT_SUFFIX, parse_name
+from ..parse.denote import TEXT_SUFFIX, denote_slug, parse_name
 from ..parse.links import links_in
 from ..parse.syntaxes import DENDRON, Dest, Part, syntax_of
 from ..store.graph import Graph
@@ -80,8 +80,6 @@ NAME_BYTES = 200
 """A renamed note's file name at most (its temporary name, state.temp_name, adds to it)."""
 NOT_IN_NAMES = '\\/:*?"<>|#^[]'
 """Not in a note's name: what Obsidian refuses in a file name, and what a link to it cannot hold."""
-_DENOTE_DROPPED = re.compile(r"[\]\[{}!@#$%^&*()+'\"?,.|;:~`‘’“”/=]")
-"""What Denote's default title slug drops (`denote-sluggify-title`, as Denote's manual gives it)."""
 
 
 def check_title(title: str, what: str = "title") -> str:
@@ -94,14 +92,6 @@ def check_title(title: str, what: str = "title") -> str:
     if bad is not None:
         raise RenameError(f"the new {what} {t!r} holds {bad!r}, which a {what} on one line cannot; {NOTHING}")
     return t
-
-
-def denote_slug(title: str) -> str:
-    """The title part of a Denote file name, as Denote's default `denote-sluggify-title`
-    makes it: its punctuation dropped, each blank and underscore a hyphen, runs of hyphens
-    one, none at either end, lower case (any script: 가치관 stays itself)."""
-    s = re.sub(r"[_ ]", "-", _DENOTE_DROPPED.sub("", title))
-    return re.sub(r"-{2,}", "-", s).strip("-").lower()
 
 
 def new_path(note: Note, title: str) -> str:

@@ -1,0 +1,486 @@
+"""`vaultd lsp`'s editing (issue 42): rename (a note from a link or its title, a heading),
+the editor's own file renames (workspace/willRenameFiles), the code action that makes the
+note a broken link names, completion inside a Markdown link's target, and the Denote
+identity diagnostic. pygls's own LanguageClient and Neovim's built-in client, against the
+real daemon; every write checked on disk and undone byte for byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DEADLINE, wait_for
+from lsprotocol import types as t
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path, to_fs_path
+from test_lsp import Session, _drain, u16
+
+TARGET = "20240101T100000--target-note__proj.md"
+RENAMED = "20240101T100000--renamed-target__proj.md"
+A_MD = ("# A\n\nMarkdown [my words](20240101T100000--target-note__proj.md), "
+        "wiki [[20240101T100000--target-note__proj|alias]], denote [d](denote:20240101T100000).\n"
+        "Plans: [p](20240101T100000--target-note__proj.md#plans).\n")
+B_ORG = ("#+title: B\n\n* Links\n[[file:20240101T100000--target-note__proj.md][The target]] and "
+         "[[denote:20240101T100000][Target Note]].\n")
+FILES = {
+    TARGET: "---\ntitle: Target Note\nidentifier: \"20240101T100000\"\n---\n\n## Plans\n\nText.\n",
+    "a.md": A_MD,
+    "b.org": B_ORG,
+    "Plain Note.md": "# Plain Note\n\nSee [[b]].\n",
+    "c.md": "Up [[Plain Note]] and [plain](Plain%20Note.md) and [[Plain Note|its label]]",  # no final newline
+}
+
+
+def write(vault: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """The vault's files, but for vaultd's journal (.vaultd/)."""
+    return {rel: p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not (rel := p.relative_to(root).as_posix()).startswith(".vaultd/")}
+
+
+@pytest.fixture
+def rv(tmp_path) -> Path:
+    v = tmp_path / "rv"
+    write(v, FILES)
+    return v
+
+
+CAPS = t.ClientCapabilities(
+    workspace=t.WorkspaceClientCapabilities(workspace_edit=t.WorkspaceEditClientCapabilities(document_changes=True)),
+    window=t.WindowClientCapabilities(show_document=t.ShowDocumentClientCapabilities(support=True)))
+
+
+def lsp(vault: Path, steps, socket: str, caps: t.ClientCapabilities = CAPS):
+    """Run `steps(session)` against `vaultd lsp` in the vault, the client offering `caps`
+    (versioned document changes, showDocument); what the server asks to show is noted."""
+
+    async def main():
+        client = LanguageClient("test", "1")
+        s = Session(client, vault)
+        s.versions, s.shown = {}, []
+
+        @client.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def _diags(params: t.PublishDiagnosticsParams):
+            s.diagnostics[params.uri] = list(params.diagnostics)
+            s.versions[params.uri] = params.version
+            s.got.set()
+
+        @client.feature(t.WINDOW_SHOW_MESSAGE)
+        def _msg(params: t.ShowMessageParams):
+            s.messages.append(params)
+            s.got.set()
+
+        @client.feature(t.WINDOW_SHOW_DOCUMENT)
+        def _show(params: t.ShowDocumentParams):
+            s.shown.append(params.uri)
+            s.got.set()
+            return t.ShowDocumentResult(success=True)
+
+        await client.start_io(sys.executable, "-m", "vaultd", "lsp", "--socket", socket, cwd=str(vault),
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+        drain = asyncio.create_task(_drain(client._server.stderr))
+        try:
+            await asyncio.wait_for(client.initialize_async(t.InitializeParams(
+                capabilities=caps, root_uri=from_fs_path(str(vault)), process_id=os.getpid())), DEADLINE)
+            client.initialized(t.InitializedParams())
+            return await asyncio.wait_for(steps(s), DEADLINE)
+        finally:
+            try:
+                await asyncio.wait_for(client.shutdown_async(None), DEADLINE)
+                client.exit(None)
+            finally:
+                if client._server.returncode is None:
+                    try:
+                        await asyncio.wait_for(client._server.wait(), DEADLINE)
+                    except asyncio.TimeoutError:
+                        client._server.kill()
+                await client.stop()
+                await drain
+
+    return asyncio.run(main())
+
+
+def at(text: str, line: int, needle: str, after: int = 1) -> t.Position:
+    """The position (0-based line, UTF-16 column) `after` characters into `needle` on 0-based `line`."""
+    ln = text.split("\n")[line]
+    return t.Position(line=line, character=u16(ln[: ln.index(needle) + after]))
+
+
+def offset(text: str, pos: t.Position) -> int:
+    """The index in `text` of an LSP position (UTF-16 column)."""
+    lines = text.split("\n")
+    start = sum(len(x) + 1 for x in lines[: pos.line])
+    line, units, i = lines[pos.line] if pos.line < len(lines) else "", 0, 0
+    while i < len(line) and units < pos.character:
+        units += u16(line[i])
+        i += 1
+    return start + i
+
+
+def applied(text: str, edits: list[t.TextEdit]) -> str:
+    """`text` with LSP text edits applied, as an editor applies them (all against the text before)."""
+    spans = sorted(((offset(text, e.range.start), offset(text, e.range.end), e.new_text) for e in edits), reverse=True)
+    for a, b, new in spans:
+        text = text[:a] + new + text[b:]
+    return text
+
+
+def edits_of(edit: t.WorkspaceEdit) -> dict[str, list[t.TextEdit]]:
+    """The text edits of a workspace edit, by file path (document changes or changes)."""
+    out: dict[str, list[t.TextEdit]] = {}
+    for uri, edits in (edit.changes or {}).items():
+        out.setdefault(to_fs_path(uri), []).extend(edits)
+    for dc in edit.document_changes or ():
+        if isinstance(dc, t.TextDocumentEdit):
+            out.setdefault(to_fs_path(dc.text_document.uri), []).extend(dc.edits)
+    return out
+
+
+def undo_op(messages) -> str:
+    said = [m.message for m in messages if "vaultq undo" in m.message]
+    assert len(said) == 1, [m.message for m in messages]
+    return re.search(r"vaultq undo (\S+)$", said[0])[1]
+
+
+# -- rename --------------------------------------------------------------------------------
+
+
+def test_rename_from_a_link_rewrites_every_syntax_brings_open_buffers_to_disk_and_undoes(make_daemon, rv):
+    d = make_daemon(rv)
+    before = tree(rv)
+    (rv / ".a.md.swp").write_bytes(b"")  # Vim holds a.md: the LSP knows its buffer, and renames all the same
+    before_swp = tree(rv)
+
+    async def steps(s: Session):
+        s.open("a.md")
+        s.open(TARGET)
+        pos = at(A_MD, 2, "my words")
+        prep = await s.c.text_document_prepare_rename_async(t.PrepareRenameParams(text_document=s.doc("a.md"),
+                                                                                  position=pos))
+        edit = await s.c.text_document_rename_async(t.RenameParams(text_document=s.doc("a.md"), position=pos,
+                                                                   new_name="Renamed Target"))
+        await asyncio.wait_for(_until(s, lambda: s.shown and any("vaultq undo" in m.message for m in s.messages)),
+                               DEADLINE)
+        return prep, edit, list(s.messages), list(s.shown)
+
+    prep, edit, messages, shown = lsp(rv, steps, str(d.socket))
+    assert prep.placeholder == "Target Note"
+    assert prep.range.start == at(A_MD, 2, "[my words]", 0)
+    after = tree(rv)
+    assert TARGET not in after and after[RENAMED].decode().startswith("---\ntitle: Renamed Target\n")
+    assert after["a.md"].decode() == A_MD.replace("20240101T100000--target-note__proj", RENAMED[:-3])  # labels kept
+    assert after["b.org"].decode() == B_ORG.replace("target-note", "renamed-target").replace(
+        "[Target Note]]", "[Renamed Target]]")  # denote: by its identifier, as it was; its old-title label follows
+    assert "denote [d](denote:20240101T100000)" in after["a.md"].decode()
+    # the open buffer of a.md is brought to the file written; nothing else is edited (b.org is not open)
+    got = edits_of(edit)
+    assert list(got) == [str(rv / "a.md")]
+    assert applied(A_MD, got[str(rv / "a.md")]) == after["a.md"].decode()
+    assert all(isinstance(dc, t.TextDocumentEdit) and dc.text_document.version == 1 for dc in edit.document_changes)
+    # the renamed note's buffer: shown at its new name, the user told to close the old
+    assert shown == [from_fs_path(str(rv / RENAMED))]
+    said = next(m.message for m in messages if "vaultq undo" in m.message)
+    assert said.startswith(f"vaultd: renamed {TARGET} to {RENAMED}: 4 links rewritten in 2 other notes, 1 "
+                           f"label following the new name; the buffer of {TARGET} is of a file no longer there"), said
+    op = undo_op(messages)
+    d.request("undo", ops=[op])
+    assert tree(rv) == before_swp and {k: v for k, v in tree(rv).items() if k != ".a.md.swp"} == before
+
+
+async def _until(s: Session, cond) -> None:
+    while not cond():
+        s.got.clear()
+        await s.got.wait()
+
+
+def test_rename_a_heading_and_a_note_by_its_title(make_daemon, rv):
+    d = make_daemon(rv)
+    before = tree(rv)
+    text = FILES[TARGET]
+
+    async def steps(s: Session):
+        s.open(TARGET)
+        heading = at(text, 5, "Plans")
+        prep = await s.c.text_document_prepare_rename_async(t.PrepareRenameParams(text_document=s.doc(TARGET),
+                                                                                  position=heading))
+        edit = await s.c.text_document_rename_async(t.RenameParams(text_document=s.doc(TARGET), position=heading,
+                                                                   new_name="Next steps"))
+        await asyncio.wait_for(_until(s, lambda: any("vaultq undo" in m.message for m in s.messages)), DEADLINE)
+        on_title = await s.c.text_document_prepare_rename_async(t.PrepareRenameParams(
+            text_document=s.doc("Plain Note.md"), position=t.Position(line=0, character=4)))
+        nothing = await s.c.text_document_prepare_rename_async(t.PrepareRenameParams(
+            text_document=s.doc(TARGET), position=t.Position(line=7, character=1)))
+        return prep, edit, on_title, nothing, list(s.messages)
+
+    prep, edit, on_title, nothing, messages = lsp(rv, steps, str(d.socket))
+    assert (prep.placeholder, prep.range.start.line, prep.range.start.character) == ("Plans", 5, 3)
+    assert tree(rv)["a.md"].decode().endswith("Plans: [p](20240101T100000--target-note__proj.md#next-steps).\n")
+    assert tree(rv)[TARGET].decode() == text.replace("## Plans", "## Next steps")
+    assert applied(text, edits_of(edit)[str(rv / TARGET)]) == tree(rv)[TARGET].decode()
+    assert on_title.placeholder == "Plain Note"  # a Markdown note's first H1, no title keyword: the note
+    assert nothing is None
+    d.request("undo", ops=[undo_op(messages)])
+    assert tree(rv) == before
+
+
+def test_rename_refused_while_a_buffer_it_writes_has_unsaved_changes(make_daemon, rv):
+    d = make_daemon(rv)
+    before = tree(rv)
+
+    async def steps(s: Session):
+        s.open("a.md", A_MD + "typed, not saved\n")
+        s.open("b.org")
+        pos = at(B_ORG, 3, "file:")
+        try:
+            await s.c.text_document_rename_async(t.RenameParams(text_document=s.doc("b.org"), position=pos,
+                                                                new_name="Renamed Target"))
+        except JsonRpcException as e:
+            return str(e), list(s.messages)
+        return None, list(s.messages)
+
+    error, messages = lsp(rv, steps, str(d.socket))
+    assert error and "save first: a.md has changes not saved" in error
+    assert any(m.type == t.MessageType.Error and "save first: a.md" in m.message for m in messages)
+    assert tree(rv) == before
+
+
+# -- the editor's own file renames -------------------------------------------------------
+
+
+def test_will_rename_files_rewrites_the_links_to_the_note(make_daemon, rv):
+    d = make_daemon(rv)
+    old, new = rv / "Plain Note.md", rv / "Better Name.md"
+    denote_old, denote_new = rv / TARGET, rv / RENAMED
+
+    async def steps(s: Session):
+        s.open("c.md")
+        plain = await s.c.workspace_will_rename_files_async(t.RenameFilesParams(
+            files=[t.FileRename(old_uri=from_fs_path(str(old)), new_uri=from_fs_path(str(new)))]))
+        denote = await s.c.workspace_will_rename_files_async(t.RenameFilesParams(
+            files=[t.FileRename(old_uri=from_fs_path(str(denote_old)), new_uri=from_fs_path(str(denote_new)))]))
+        elsewhere = await s.c.workspace_will_rename_files_async(t.RenameFilesParams(
+            files=[t.FileRename(old_uri=from_fs_path(str(old)), new_uri=from_fs_path(str(rv / "sub" / "x.md")))]))
+        return plain, denote, elsewhere, list(s.messages)
+
+    plain, denote, elsewhere, messages = lsp(rv, steps, str(d.socket))
+    assert elsewhere is None and any("links to Plain Note.md are not rewritten" in m.message for m in messages)
+    got = edits_of(plain)
+    assert set(got) == {str(rv / "c.md")}  # the note itself has no title keyword: nothing of it changes
+    c = applied(FILES["c.md"], got[str(rv / "c.md")])
+    assert c == "Up [[Better Name]] and [plain](Better%20Name.md) and [[Better Name|its label]]"  # no newline added
+    got = edits_of(denote)
+    assert set(got) == {str(rv / "a.md"), str(rv / "b.org"), str(denote_old)}  # the note's own title keyword too
+    assert applied(FILES[TARGET], got[str(denote_old)]).startswith("---\ntitle: renamed target\n")
+    # what the editor does then: apply the edits, save, rename the file; every link still leads there
+    g = d.status()["generation"]
+    for path, edits in {**edits_of(plain), **got}.items():
+        Path(path).write_text(applied(Path(path).read_text(), edits))
+    old.rename(new)
+    denote_old.rename(denote_new)
+    d.wait_generation(g)
+    wait_for(lambda: d.request("broken")["broken"] == [] and
+             d.request("resolve", link="[[Better Name]]", **{"from": "c.md"})["path"] == "Better Name.md")
+    res = d.request("resolve", link="[x](20240101T100000--renamed-target__proj.md#plans)", **{"from": "a.md"})
+    assert (res["path"], res["broken"]) == (RENAMED, None)
+
+
+# -- code actions ------------------------------------------------------------------------
+
+
+def test_create_note_from_a_broken_link_then_it_resolves(make_daemon, rv):
+    write(rv, {"d.md": "# D\n\nSee [[Missing Idea]] and [x](sub/New%20Page.md).\n",
+               "20240105T090000--denote-linker.org": "#+title: Denote linker\n\n"
+                                                      "[[denote:20240301T120000][Fresh thoughts]]\n"})
+    d = make_daemon(rv)
+
+    async def steps(s: Session):
+        s.open("d.md")
+        s.open("20240105T090000--denote-linker.org")
+        whole = t.Range(start=t.Position(line=0, character=0), end=t.Position(line=3, character=0))
+        md = await s.c.text_document_code_action_async(t.CodeActionParams(
+            text_document=s.doc("d.md"), range=whole, context=t.CodeActionContext(diagnostics=[])))
+        org = await s.c.text_document_code_action_async(t.CodeActionParams(
+            text_document=s.doc("20240105T090000--denote-linker.org"), range=whole,
+            context=t.CodeActionContext(diagnostics=[])))
+        return md, org
+
+    md, org = lsp(rv, steps, str(d.socket))
+    assert [a.title for a in md] == ["Create note Missing Idea.md", "Create note sub/New Page.md"]
+    assert [a.title for a in org] == ["Create note 20240301T120000--fresh-thoughts.org"]
+    g = d.status()["generation"]
+    for action in md + org:  # as an editor applies them: the file made, its text written (and saved)
+        create, text_edit = action.edit.document_changes
+        assert isinstance(create, t.CreateFile) and create.uri == text_edit.text_document.uri
+        path = Path(to_fs_path(create.uri))
+        assert not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(applied("", text_edit.edits))
+    assert (rv / "Missing Idea.md").read_text() == "# Missing Idea\n\n"
+    assert (rv / "20240301T120000--fresh-thoughts.org").read_text().startswith(
+        "#+title:      Fresh thoughts\n#+date:       [2024-03-01 Fri 12:00]\n")
+    d.wait_generation(g)
+    wait_for(lambda: d.request("broken")["broken"] == [])
+    assert d.request("resolve", link="[[denote:20240301T120000]]")["path"] == "20240301T120000--fresh-thoughts.org"
+    assert d.request("resolve", link="[[Missing Idea]]", **{"from": "d.md"})["path"] == "Missing Idea.md"
+
+
+def test_a_wikilink_in_a_denote_vault_makes_a_denote_note_it_then_leads_to(make_daemon, rv):
+    write(rv, {"20240106T090000--md-linker.md": "---\ntitle: md linker\n---\n\nSee [[Some Idea]].\n"})
+    d = make_daemon(rv)
+
+    async def steps(s: Session):
+        s.open("20240106T090000--md-linker.md")
+        return await s.c.text_document_code_action_async(t.CodeActionParams(
+            text_document=s.doc("20240106T090000--md-linker.md"),
+            range=t.Range(start=t.Position(line=4, character=6), end=t.Position(line=4, character=6)),
+            context=t.CodeActionContext(diagnostics=[])))
+
+    (action,) = lsp(rv, steps, str(d.socket))
+    create, text_edit = action.edit.document_changes
+    path = Path(to_fs_path(create.uri))
+    assert re.fullmatch(r"\d{8}T\d{6}--some-idea\.md", path.name), path.name
+    g = d.status()["generation"]
+    path.write_text(applied("", text_edit.edits))
+    assert path.read_text().startswith('---\ntitle:      "Some Idea"\n')
+    d.wait_generation(g)
+    res = wait_for(lambda: (r := d.request("resolve", link="[[Some Idea]]"))["path"] and r)
+    assert res["path"] == path.name and d.request("broken")["broken"] == []
+
+
+# -- completion, identity ------------------------------------------------------------------
+
+
+def test_completion_inside_a_markdown_link_target(make_daemon, rv):
+    write(rv, {"sub/deep.md": "# Deep\n"})
+    d = make_daemon(rv)
+    text = "# E\n\n[see](Plain\n[plans](20240101T100000--target-note__proj.md#pl\n[any](\n"
+
+    async def steps(s: Session):
+        s.open("sub/e.md", text)
+        paths = await s.completion("sub/e.md", t.Position(line=2, character=len("[see](Plain")))
+        heads = await s.completion("sub/e.md", t.Position(line=3, character=len(text.split("\n")[3])))
+        every = await s.completion("sub/e.md", t.Position(line=4, character=len("[any](")))
+        return paths, heads, every
+
+    write(rv, {"sub/e.md": text})
+    paths, heads, every = lsp(rv, steps, str(d.socket))
+    assert [i.label for i in paths.items] == ["../Plain Note.md"]  # what was typed: in its path or title
+    plain = paths.items[0]
+    assert plain.text_edit.new_text == "../Plain%20Note.md" and plain.text_edit.range.start.character == 6
+    assert {i.label for i in every.items} == {"../Plain Note.md", "deep.md", "../a.md", "../b.org", "../c.md",
+                                              f"../{TARGET}"}  # not itself
+    assert [i.label for i in heads.items] == ["plans"]
+    assert heads.items[0].text_edit.new_text == "plans"
+
+
+def test_a_denote_keyword_that_disagrees_with_the_file_name_is_diagnosed_and_fixed(make_daemon, rv):
+    name = "20240125T164237--mismatched__denote.org"
+    text = "#+title:      Mismatched\n#+identifier: 20240125T164238\n\nBody.\n"
+    write(rv, {name: text})
+    d = make_daemon(rv)
+
+    async def steps(s: Session):
+        s.open(name)
+        diags = await s.diagnosed(name)
+        actions = await s.c.text_document_code_action_async(t.CodeActionParams(
+            text_document=s.doc(name), range=diags[0].range, context=t.CodeActionContext(diagnostics=diags)))
+        return diags, actions
+
+    diags, actions = lsp(rv, steps, str(d.socket))
+    (diag,) = diags
+    assert diag.code == "denote-identity" and diag.range.start == t.Position(line=1, character=14)
+    assert diag.range.end == t.Position(line=1, character=29)
+    assert diag.message.startswith("this note is 20240125T164237, as its file name says: file name says "
+                                   "20240125T164237, identifier keyword says 20240125T164238; Denote follows the "
+                                   "file name (fix the keyword to 20240125T164237")
+    (fix,) = actions
+    assert applied(text, edits_of(fix.edit)[str(rv / name)]) == text.replace("164238", "164237")
+
+
+# -- Neovim ------------------------------------------------------------------------------
+
+NVIM_RENAME = r"""
+local out = {messages = {}}
+local function finish()
+  local f = io.open(os.getenv('VLSP_OUT'), 'w')
+  f:write(vim.fn.json_encode(out))
+  f:close()
+  vim.cmd('qa!')
+end
+local ok, err = pcall(function()
+  vim.lsp.handlers['window/showMessage'] = function(_, result) table.insert(out.messages, result.message) end
+  local id = vim.lsp.start_client({name = 'vaultd', cmd = vim.fn.json_decode(os.getenv('VLSP_CMD')),
+                                   root_dir = os.getenv('VLSP_ROOT')})
+  vim.api.nvim_create_autocmd('BufEnter', {pattern = {'*.md', '*.org'},
+                                           callback = function() vim.lsp.buf_attach_client(0, id) end})
+  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_OTHER')))
+  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_FILE')))
+  local wait = tonumber(os.getenv('VLSP_WAIT_MS'))
+  out.ready = vim.wait(wait, function()
+    local c = vim.lsp.get_client_by_id(id)
+    return c ~= nil and c.initialized
+  end, 20)
+  vim.api.nvim_win_set_cursor(0, {tonumber(os.getenv('VLSP_LINE')), tonumber(os.getenv('VLSP_COL'))})
+  vim.lsp.buf.rename(os.getenv('VLSP_NEW'))
+  out.done = vim.wait(wait, function()
+    for _, m in ipairs(out.messages) do if m:find('vaultq undo') then return true end end
+    return false
+  end, 20)
+  vim.wait(wait, function()
+    return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n') .. '\n' == os.getenv('VLSP_EXPECT')
+  end, 20)
+  out.buffers = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) then
+      out.buffers[vim.api.nvim_buf_get_name(b)] = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n')
+    end
+  end
+end)
+if not ok then out.error = tostring(err) end
+finish()
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)")
+def test_neovim_renames_a_note_from_a_link_and_vaultq_undo_restores_the_tree(make_daemon, rv, tmp_path):
+    d = make_daemon(rv)
+    before = tree(rv)
+    script, out = tmp_path / "rename.lua", tmp_path / "out.json"
+    script.write_text(NVIM_RENAME)
+    line = B_ORG.split("\n")[3]
+    col = len(line[: line.index("file:") + 2].encode())  # nvim's cursor column: bytes, 0-based
+    expect = B_ORG.replace("target-note", "renamed-target").replace("[Target Note]]", "[Renamed Target]]")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(rv),
+           "VLSP_FILE": str(rv / "b.org"), "VLSP_OTHER": str(rv / "a.md"), "VLSP_LINE": "4", "VLSP_COL": str(col),
+           "VLSP_NEW": "Renamed Target", "VLSP_EXPECT": expect, "VLSP_WAIT_MS": str(int(DEADLINE * 1000)),
+           "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(d.socket)])}
+    subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
+                   cwd=rv, timeout=4 * DEADLINE, check=True, capture_output=True)
+    got = json.loads(out.read_text())
+    assert "error" not in got and got["ready"] and got["done"], got
+    after = tree(rv)
+    assert TARGET not in after and RENAMED in after
+    # Markdown, wiki and Org file: links rewritten, labels kept; denote: links lead by the kept identifier
+    assert after["a.md"].decode() == A_MD.replace("20240101T100000--target-note__proj", RENAMED[:-3])
+    assert after["b.org"].decode() == expect
+    # both open buffers hold what is on disk (Neovim's buffer text has no final newline)
+    assert got["buffers"][str(rv / "b.org")] + "\n" == expect
+    assert got["buffers"][str(rv / "a.md")] + "\n" == after["a.md"].decode()
+    op = re.search(r"vaultq undo (\S+)$", next(m for m in got["messages"] if "vaultq undo" in m))[1]
+    r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "undo", op], capture_output=True, timeout=60,
+                       cwd=rv, env={**os.environ, "VAULTD_SOCKET": str(d.socket)})
+    assert r.returncode == 0, r.stderr
+    assert tree(rv) == before
