@@ -211,7 +211,7 @@ def test_emacs_rename_rewrites_links_moves_the_buffer_and_undo_restores(make_dae
     vault, d, rows = run_ert(make_daemon, tmp_path, "(tag rename)")
     step = {r["what"].split(":")[0]: r for r in rows if "tree" in r}
     offered = [(r["prompt"], r["default"]) for r in rows if r["what"] == "offered"]
-    assert offered == [("Rename note \u201cDeep work\u201d to: ", "Deep work")] * 2 + [
+    assert offered == [("Rename note \u201cDeep work\u201d to: ", "Deep work")] + [  # refused before asking
         ("Rename note \u201cShallow work\u201d to: ", "Shallow work"),
         ("Rename heading \u201cRules\u201d to: ", "Rules")]
 
@@ -255,7 +255,7 @@ def test_emacs_rename_rewrites_links_moves_the_buffer_and_undo_restores(make_dae
     assert step["undo 1"]["tree"] == this["tree"]
     assert step["undo 2"]["tree"] == step["from a link"]["tree"]
     assert step["undo 3"]["tree"] == saved
-    assert step["undo 3"]["current"] == "Deep work.md"
+    assert [step[f"undo {i}"]["current"] for i in (1, 2, 3)] == ["Deep focus.md", "Shallow work.md", "Deep work.md"]
     assert all(b["same"] and not b["modified"] for r in ("undo 1", "undo 2", "undo 3") for b in step[r]["buffers"])
     assert {p.relative_to(vault).as_posix(): p.read_bytes() for p in vault.rglob("*")
             if p.is_file() and ".vaultd" not in p.parts} == {k: v.encode() for k, v in saved.items()}

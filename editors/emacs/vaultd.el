@@ -603,9 +603,14 @@ Nil when point is on no link."
      (t (user-error "vaultd: %s leads to no note%s" (alist-get 'link res)
                     (if (alist-get 'broken res) (format " (%s)" (alist-get 'broken res)) ""))))))
 
+(defconst vaultd--rename-why "renaming rewrites the links in other notes"
+  "Why a rename wants the vault's buffers saved.")
+
 (defun vaultd--rename-target ()
   "What `vaultd-rename' renames, asked: (FILE LINE NEW-TITLE).
-LINE is nil for the note."
+LINE is nil for the note.  The vault's buffers are saved (or the command
+refused) before anything is asked."
+  (vaultd--save-vault-buffers (vaultd--root) vaultd--rename-why)
   (let* ((link (vaultd--note-at-point))
          (heading (and (not link) (vaultd--heading-at-point)))
          (heading (and heading (y-or-n-p (format "Rename the heading \u201c%s\u201d (n: the note)? "
@@ -631,7 +636,7 @@ the renamed note then visits its new name.  `vaultd-undo' undoes it."
   (interactive (vaultd--rename-target))
   (let* ((default-directory (file-name-directory (expand-file-name file)))
          (root (vaultd--root)))
-    (vaultd--save-vault-buffers root "renaming rewrites the links in other notes")
+    (vaultd--save-vault-buffers root vaultd--rename-why)
     (let ((res (apply #'vaultd--write "rename" "--json"
                       (append (and line (list "--line" (number-to-string line)))
                               (list "--" (expand-file-name file) title)))))
