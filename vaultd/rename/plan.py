@@ -8,7 +8,9 @@ case), and its title keyword (`#+title:` in Org, `title:` in Markdown's YAML or 
 matter and in a plain-text note's) says the new title as typed: what `denote-rename-file`
 rewrites. Any other note is named by its title (`New Title.md` beside it, as Obsidian names
 notes), and its title keyword, where it writes one, says the new title too. A heading
-renamed (`plan_heading_rename`) changes the text of its own line only.
+renamed (`plan_heading_rename`) changes the text of its own line only. A note's file named
+anew as given (`plan_file_rename`: an editor's own rename of the file, in its folder) keeps
+its text whole.
 
 Every link that led to the note (or into the heading) is then read against the vault as it
 will be: one that still leads there as written stays as it is (a `denote:` link by the kept
@@ -404,6 +406,38 @@ def plan_rename(note: Note, data: bytes, title: str, graph: Graph, read: Callabl
 
     edits = _links_edits(plan, graph, ahead, moved, None, note.title, title, rewrite)
     _assemble(plan, data, renamed, edits, read)
+    return _checked(plan, graph)
+
+
+def plan_file_rename(note: Note, data: bytes, to: str, graph: Graph, read: Callable[[str], bytes]) -> Plan:
+    """What naming `note`'s file `to` writes (a vault path in the same folder, with the same
+    extension), as an editor's own rename of the file means it: the note's text as it is
+    (its title keyword too; a title it takes from its file name follows), every link that
+    would no longer lead to it written anew (labels kept; one that said its old title says
+    the title it reads as at `to`, when that differs), checked (see `verify`). RenameError
+    as plan_rename: another folder or extension, a name a file or a link cannot hold, the
+    name taken, a link that cannot be written anew or would lead elsewhere."""
+    folder, name = posixpath.split(to)
+    if folder != posixpath.dirname(note.path) or posixpath.splitext(name)[1] != posixpath.splitext(note.path)[1]:
+        raise RenameError(f"{to}: a note renamed keeps its folder and extension ({note.path}); {NOTHING}")
+    if to == note.path:
+        raise RenameError(f"{note.path} is already named so; {NOTHING}")
+    bad = sorted({c for c in name if c in NOT_IN_NAMES})
+    if bad or name.startswith(".") or len(name.encode()) > NAME_BYTES:
+        why = f"it holds {' '.join(bad)}" if bad else "a hidden name" if name.startswith(".") else "too long"
+        raise RenameError(f"{name!r} cannot name a note's file ({why}); {NOTHING}")
+    if graph.exact(to) not in (None, note.path):
+        raise RenameError(f"{graph.exact(to)} exists: {note.path} cannot take its name; {NOTHING}")
+    moved = parse_file(to, data)
+    ahead = graph.what_if({to: moved}, [note.path])
+    plan = Plan(note=note.path, to=to)
+    part = Part(to, moved.id)
+
+    def rewrite(link: Link, src: str) -> str:
+        return retargeted(link, src, part)
+
+    edits = _links_edits(plan, graph, ahead, moved, None, note.title, moved.title, rewrite)
+    _assemble(plan, data, data, edits, read)
     return _checked(plan, graph)
 
 
