@@ -110,7 +110,7 @@ def test_vaultq_s_arguments_name_request_fields():
 def _minimal(op: str) -> dict:
     """The least a request of `op` must carry."""
     required = {"search": {"q": "x"}, "context": {"q": "x"}, "changes": {"since": 0}, "resolve": {"link": "x"},
-                "grep": {"q": "x"}, "remember": {"text": "x"}}
+                "grep": {"q": "x"}, "remember": {"text": "x"}, "rename": {"note": "x", "title": "x"}}
     return required.get(op, {"note": "x"} if "note" in api.TABLE[op].request.__struct_fields__
                         and op != "split" else {})
 

@@ -77,7 +77,7 @@ def test_tools_schemas_and_every_answer_equal_to_the_socket_operations(daemon):
         assert t.input_schema == input_schema(t.name)
         own = set(types[t.name].__struct_encode_fields__) - set(protocol.ENVELOPE)
         assert set(t.input_schema["properties"]) == {"query" if f == "q" else f for f in own}, t.name
-        assert t.description and t.annotations.read_only_hint == (t.name not in ("pin", "unpin", "remember"))
+        assert t.description and t.annotations.read_only_hint == (t.name not in ("pin", "unpin", "remember", "rename"))
     search = input_schema("search")
     assert search["required"] == ["query"] and {"query", "limit", "tag", "path", "after", "before", "scope"} <= \
         set(search["properties"]) and search["properties"]["limit"]["minimum"] == 1
@@ -167,7 +167,7 @@ def test_bad_arguments_unknown_notes_and_resources(daemon):
     assert out["no note"] == (True, "no note matches 'no such thing' (give a vault path, a Denote identifier, "
                                     "an Org ID or a note name)")
     assert out["no tool"][0] and "unknown tool 'split'" in out["no tool"][1]
-    assert "status, remember" in out["no tool"][1]
+    assert "status, rename, remember" in out["no tool"][1]
     assert out["resource"][0] == (v / "notes" / "Deep work.md").as_uri()
     assert out["resource"][1] == (v / "notes" / "Deep work.md").read_text(), "the note as its file holds it"
     assert out["template"] == "file://{+path}"

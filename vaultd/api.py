@@ -250,6 +250,27 @@ class Split(Request, tag="split"):
     force: bool = False
 
 
+class Rename(Request, tag="rename"):
+    note: NoteName
+    title: _described(Annotated[str, msgspec.Meta(min_length=1, max_length=4096)],
+                      "The note's new title (with `line`: the heading's new text)")
+    line: _described(Annotated[int, msgspec.Meta(ge=1)] | None,
+                     "Rename the heading on this line (1-based) of the note instead of the note") = None
+    dry_run: _described(bool, "Only say what would change, with a diff of every file; write nothing") = False
+    check_editors: _described(bool, "Refuse while an editor's lock or swap file says it holds a file the rename "
+                                    "writes (false: the caller checked its own buffers)") = True
+
+
+class History(Request, tag="history"):
+    """No arguments."""
+
+
+class Undo(Request, tag="undo"):
+    ops: builtins.list[Annotated[str, msgspec.Meta(min_length=1, max_length=64)]] = []
+    all: bool = False
+    force: bool = False
+
+
 class Remember(Request, tag="remember"):
     text: _described(str, "What to remember: a fact, a decision, a preference, in a few lines (at most 64 KB of "
                           "UTF-8). Not written when one section of the vault already holds 80% of its keywords (an "
@@ -518,6 +539,39 @@ class SplitReply(Reply):
     diff: str | UnsetType = UNSET
 
 
+class RenameReply(Reply):
+    """`note` (its path before) is at `to` (the same for a heading, on line `heading`);
+    `rewritten` links written anew to lead there, `relabeled` of them whose label said the old
+    title; `files`: every file written (or that would be); `op`: the journal's operation
+    (undone by `undo`), or with `dry_run`, `diff` instead."""
+
+    note: str
+    to: str
+    heading: int | None
+    rewritten: int
+    relabeled: int
+    files: list[str]
+    dry_run: bool
+    op: str | UnsetType = UNSET
+    diff: str | UnsetType = UNSET
+
+
+class HistoryReply(Reply):
+    """`history`: each journaled write, newest first (op, kind, time, note, status, parts,
+    rewritten, oversized; a rename's to, heading, relabeled; reason, events, entry when held)."""
+
+    history: list[dict]
+
+
+class UndoReply(Reply):
+    """`undone`: the ops undone, newest first (`op`: the one, when one); `restored`: the files
+    put back."""
+
+    op: str | None
+    undone: list[str]
+    restored: list[str]
+
+
 class RememberReply(Reply):
     """`written`: the entry is at `path`:`first`-`last` under `heading`, undone by `op`
     (`vaultq split --undo OP`); `created`: the capture note is new; `supersedes`: the entry
@@ -783,15 +837,48 @@ class Operations:
                              "proposal `all` would split, `history` what each op did")
         if req.list:
             return splits.split_candidates()
+        history = self.vault.history  # history and undo: the history job's, as `history` and `undo`
         if req.history:
-            return splits.split_history()
+            return history.split_history()
         if req.undo or (req.undo is not None and req.all):
-            return splits.split_undo(req.undo, req.force, every=req.all)
+            return history.undo(req.undo, req.force, every=req.all)
         if req.all:
             return splits.split_all()
         if req.note:
             return splits.split_note(req.note, req.dry_run)
         raise QueryError("split: give a note, or list, history, all or undo")
+
+    @replies(RenameReply)
+    def rename(self, req: Rename) -> dict:
+        """Rename a note: title it `title`, and rewrite every link to it in the vault, each in its own syntax
+        (Markdown, wiki, Org, Denote), the label a link's writer gave kept (one that said the old title says the
+        new one). A Denote note keeps its identifier, signature and keywords: the title part of its file name and
+        its title keyword change, as `denote-rename-file` does; another note is named by its new title beside
+        itself. With `line`: the heading on that line is renamed, and every `#heading`/`::*heading` link into it
+        rewritten. Checked before the first byte (every link still leads where it led), journaled and undoable
+        (`undo` with its `op`); with `dry_run`, the diff and nothing written. A refusal says why and changes
+        nothing."""
+        renamer = self.vault.renamer
+        if req.line is None:
+            return renamer.rename(req.note, req.title, req.dry_run, req.check_editors)
+        return renamer.rename_heading(req.note, req.line, req.title, req.dry_run, req.check_editors)
+
+    @replies(HistoryReply)
+    def history(self, req: History) -> dict:
+        """Every write vaultd journaled into the vault (splits, stale saves' repairs, remembered entries,
+        renames), newest first: its op (what `undo` takes), kind, time, note, status, and what it made or
+        rewrote."""
+        return self.vault.history.history()
+
+    @replies(UndoReply)
+    def undo(self, req: Undo) -> dict:
+        """Undo journaled writes, newest first, all or nothing: `ops`, or with `all` every split and rename
+        still done (the entries `remember` wrote are undone one by one, by their op). A split's or rename's
+        files are put back byte for byte; a remembered entry is taken out. Refused when a file changed since
+        (`force`: undone all the same, what it replaces kept in the journal)."""
+        if req.all and req.ops:
+            raise QueryError("undo: give `ops` or `all`, not both")
+        return self.vault.history.undo(req.ops, req.force, every=req.all)
 
     @replies(RememberReply)
     def remember(self, req: Remember) -> dict:

@@ -53,11 +53,12 @@ from .render import changes, context_item, still_indexing, where
 logger = logging.getLogger("vaultd.mcp")
 
 TOOLS = tuple(op.name for op in ops.OPS if op.tool)
-"""The operations an agent gets as tools, by name (split, which rewrites notes, is not one)."""
+"""The operations an agent gets as tools, by name (split is not one; rename, asked for by
+name and undone by the user with `vaultq undo`, is)."""
 
 WRITES = frozenset(op.name for op in ops.OPS if op.tool and op.writes)
 """Tools that change something: the state file's pins; remember, the capture note (and
-only when the user turned capture on)."""
+only when the user turned capture on); rename, the note's name and the links to it."""
 
 RENAMED = {"q": "query"}
 """Request fields whose name in a tool's arguments says more to a model."""
@@ -72,7 +73,8 @@ path:line, so you can open the file itself. Reading here never changes a note. E
 bounded (read: a token budget, cut at a whole line; lists: a count): when there is more, it says
 `more: true` and how to ask for the rest (read's `lines`, a list's `offset`). `remember` keeps a
 short fact for later sessions (when the user turned capture on); it is not written when the notes
-already hold it, and the answer says where."""
+already hold it, and the answer says where. `rename` renames a note (or a heading) when the user asks,
+and rewrites every link to it (the user undoes it with the `vaultq undo` the answer gives)."""
 
 REQUEST_TYPES = {name: o.request for name, o in api.TABLE.items()}
 
@@ -325,6 +327,16 @@ def _remember(res: dict) -> str:
             "write it anyway, e.g. a correction).")
 
 
+def _rename(res: dict) -> str:
+    if res["dry_run"]:
+        return f"Nothing written (dry run). The rename would write {len(res['files'])} files:\n\n{res['diff']}"
+    what = f"the heading on line {res['heading']} of {res['note']}" if res["heading"] is not None else \
+        f"{res['note']} to {res['to']}"
+    return (f"Renamed {what}: {res['rewritten']} links rewritten ({res['relabeled']} labels followed the title) in "
+            f"{len(res['files'])} files: {', '.join(res['files'])}. The user can undo it with "
+            f"`vaultq undo {res['op']}`.")
+
+
 def _status(res: dict) -> str:
     keys = ("vault", "notes", "links", "broken", "pending", "generation", "indexing", "graph", "writer", "last_error",
             "version", "pid", "socket", "uptime_s")
@@ -334,7 +346,7 @@ def _status(res: dict) -> str:
 TEXT = {"search": _search, "context": _context, "read": _read, "backlinks": _backlinks, "links": _links,
         "hot": _listing("hot", "Nothing is HOT."), "recent": _listing("recent", "No note changed in that time."),
         "changes": _changes, "pin": _pin, "unpin": _pin, "status": _status, "resolve": _resolve,
-        "remember": _remember}
+        "remember": _remember, "rename": _rename}
 """Each tool's answer as text; any other operation's reads as its JSON."""
 
 

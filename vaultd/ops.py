@@ -34,7 +34,7 @@ class Cli:
 class Op:
     """One operation: its name (the request's `op`), its vaultq command (`cli`, None for
     none), whether it is an MCP tool (`tool`), and whether it changes anything (`writes`:
-    the state file's pins, or the vault: split, remember)."""
+    the state file's pins, or the vault: split, rename, undo, remember)."""
 
     __slots__ = ("name", "cli", "tool", "writes")
 
@@ -189,14 +189,34 @@ OPS = (
         (("--dry-run",), {"action": "store_true", "help": "show the plan and a diff of every file; write nothing"}),
         (("--list",), {"action": "store_true",
                        "help": "notes over the threshold, growing ones, and those it cannot split"}),
-        (("--history",), {"action": "store_true", "help": "past split operations"}),
+        (("--history",), {"action": "store_true", "help": "every journaled write, oldest first (`vaultq history` "
+                                                          "lists them newest first)"}),
         (("--all",), {"action": "store_true",
-                      "help": "apply every proposal (the notes --list offers); with --undo: undo every split (not the "
-                              "entries remember wrote: undo those one by one)"}),
+                      "help": "apply every proposal (the notes --list offers); with --undo: undo every split and "
+                              "rename (not the entries remember wrote: undo those one by one)"}),
         (("--undo",), {"metavar": "OP", "nargs": "*",
-                       "help": "undo these operations, newest first: a split's files restored, a remembered entry taken "
-                               "out (--undo --all: every split)"}),
+                       "help": "undo these operations, newest first, as `vaultq undo`: a split's files restored, a "
+                               "remembered entry taken out (--undo --all: every split and rename)"}),
         (("--force",), {"action": "store_true", "help": "with --undo: even if files changed since"}),
+        JSON), writes=True),
+    Op("rename", Cli(
+        "title NOTE NEW-TITLE, every link to it rewritten in its own syntax (labels kept; one that said the old title "
+        "follows it); a Denote note keeps its identifier (with --line: rename the heading on line N)",
+        NOTE,
+        (("title",), {"metavar": "NEW-TITLE", "help": "the note's new title (with --line: the heading's new text)"}),
+        (("--line",), {"type": "int", "metavar": "N", "help": "rename the heading on line N (1-based) of NOTE"}),
+        (("--dry-run",), {"action": "store_true", "help": "show the diff of every file it would write; write nothing"}),
+        JSON), tool=True, writes=True),
+    Op("history", Cli("every write vaultd journaled into the vault (splits, renames, remembered entries), newest "
+                      "first, each with its op (undo: vaultq undo OP)", JSON)),
+    Op("undo", Cli(
+        "undo journaled writes, newest first, all or nothing: a split's or a rename's files restored byte for byte, "
+        "a remembered entry taken out",
+        (("ops",), {"metavar": "OP", "nargs": "*", "help": "the operations to undo (`vaultq history` lists them)"}),
+        (("--all",), {"action": "store_true", "help": "every split and rename still done (not the entries remember "
+                                                      "wrote: undo those one by one)"}),
+        (("--force",), {"action": "store_true", "help": "even if files changed since (what it replaces is kept in "
+                                                        "the journal)"}),
         JSON), writes=True),
     Op("remember", Cli(
         "append TEXT to the day's capture note (or a routed note), unless the vault holds it already (an entry "

@@ -195,7 +195,7 @@ def shown(root: str, mode: str):
 
 
 PATH_KEYS = frozenset(("path", "note", "from", "resolved", "candidates", "added", "changed", "deleted", "moved", "parts",
-                       "files", "restored", "edges"))
+                       "files", "restored", "edges", "to"))
 """Keys whose values are vault paths (a string, a list of them, or a list of pairs), in
 every answer: each is shown as the asker wants (see `shown`); anything else under them
 (`changed: true` of a pin) is left as it is."""

@@ -2,7 +2,8 @@
 the link graph, the note table and the state file: store/vault_state.py) and one object
 per job, each handed that state and the other jobs it asks, in its constructor: ingest
 (reconcile, apply, the change log), search, grep, the link graph's queries, the working
-set, the one writer (store/writer.py), splits and capture (`remember`). The daemon's
+set, the one writer (store/writer.py), splits, capture (`remember`), rename, and the
+history of every journaled write with its undo (history.py). The daemon's
 operations (api.py) ask the jobs; the Vault's own attributes below name, for callers of
 the library, which job answers each."""
 
@@ -23,6 +24,8 @@ from .query.grep import Grepper
 from .query.links import LinkGraph
 from .query.search import Searcher
 from .query.working_set import WorkingSet
+from .history import History
+from .rename.job import Renamer
 from .split.auto import Splits
 from .store import journal
 from .store.vault_state import VaultState
@@ -36,15 +39,18 @@ class _Of:
     `vault.searcher.search` (a method is bound to the job: its signature and docstring are
     the job's). Read only: the job owns it."""
 
-    def __init__(self, job: str):
+    def __init__(self, job: str, method: str = ""):
         self.job = job
+        self.method = method
+        """The job's own name for it, when not the Vault's (`split_undo = _Of("history", "undo")`)."""
         self.name = ""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
+        self.method = self.method or name
 
     def __get__(self, vault, owner=None):
-        return self if vault is None else getattr(getattr(vault, self.job), self.name)
+        return self if vault is None else getattr(getattr(vault, self.job), self.method)
 
     def __set__(self, vault, value) -> None:
         raise AttributeError(f"Vault.{self.name} is its {self.job}'s: set it there")
@@ -76,7 +82,11 @@ class Vault:
         self.journal = self.writer.journal
         self.splits = Splits(core, self.link_graph, self.writer)  # reads the journal when the writer takes the lock
         self.capture = Capturer(core, self.searcher, self.writer)
+        self.renamer = Renamer(core, self.link_graph, self.writer)
+        self.history = History(core, self.writer)
         self.ingest.watchers.append(self.splits.committed)
+        self.renamer.renamed.append(self.splits.renamed)  # a split hub renamed stays a hub
+        self.history.on_undone.append(self.splits.undone)  # a split undone: its note kept whole
         if not self.writer.may_write():  # the writer reads the journal as it takes the lock; the others here
             self.splits.read_journal()
             logger.warning("%s: %s", self.root, self.writer.not_writing_why(pid=True))
@@ -132,11 +142,16 @@ class Vault:
     split_candidates = _Of("splits")
     split_note = _Of("splits")
     split_all = _Of("splits")
-    split_history = _Of("splits")
-    split_undo = _Of("splits")
     auto_split = _Of("splits")
 
     remember = _Of("capture")
+
+    rename = _Of("renamer")
+    rename_heading = _Of("renamer")
+
+    undo = _Of("history")
+    split_history = _Of("history")
+    split_undo = _Of("history", "undo")
 
     def close(self) -> None:
         if self.semantic is not None:

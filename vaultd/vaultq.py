@@ -583,22 +583,10 @@ def _run_split(c: Session, args) -> int:
             print(f"cannot {it['path']}  {it['size']} B: {it['why']}")
         for it in res["growing"]:
             print(f"grows  {it['path']}  {it['size']} B (over {res['warn']})")
-    elif args.history:
-        for e in res["history"]:
-            what = f"{len(e['parts'] or [])} parts" if e["kind"] == "split" else _remembered_row(e) \
-                if e["kind"] == "capture" else f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
-            print(f"{e['op']}  {e['status']:<11} {e['note']} -> {what}")
-            if e["status"] == "aborted" and e.get("reason"):
-                print(f"    why: {e['reason']}")
-            for ev in e.get("events") or []:  # a step refused or a file left: a save landed meanwhile
-                print(f"    {ev['what']} {ev['path']}: {ev['reason']}")
-    elif undo:
-        if not res["undone"]:
-            print("vaultq: no split operation to undo (see `vaultq split --history`)", file=sys.stderr)
-            return EXIT_NONE
-        for op in res["undone"]:
-            print(f"undid {op}")
-        print(f"restored {len(res['restored'])} file{'' if len(res['restored']) == 1 else 's'}")
+    elif args.history:  # `vaultq history`'s lines, oldest first
+        print_history(res["history"])
+    elif undo:  # as `vaultq undo`
+        return print_undone(res, "vaultq: no split operation to undo (see `vaultq split --history`)")
     elif args.all:
         for it in res["split"]:
             if it.get("stale"):
@@ -620,6 +608,90 @@ def _run_split(c: Session, args) -> int:
               f"(undo: vaultq split --undo {res['op']})")
         for p in res["parts"]:
             print(f"  {p}")
+    return EXIT_OK
+
+
+def _run_rename(c: Session, args) -> int:
+    """rename: what changed (or the diff, with --dry-run), and the undo."""
+    res = c.request("rename", note=args.note, title=args.title, line=args.line, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+    elif res["dry_run"]:
+        sys.stdout.write(res["diff"])
+    else:
+        print(renamed(res))
+    return EXIT_OK
+
+
+def renamed(res: dict) -> str:
+    """What a rename did, in a few lines: the note (or heading) and its new name, the links
+    rewritten, the files written, and the undo."""
+    what = f"the heading on line {res['heading']} of {res['note']}" if res["heading"] is not None else \
+        f"{res['note']} -> {res['to']}"
+    links = f"{res['rewritten']} link{'' if res['rewritten'] == 1 else 's'} rewritten"
+    labels = f", {res['relabeled']} label{'' if res['relabeled'] == 1 else 's'} followed" if res["relabeled"] else ""
+    return "\n".join([f"renamed {what}: {links}{labels}", *(f"  {p}" for p in res["files"]),
+                      f"undo: vaultq undo {res['op']}"])
+
+
+def _run_history(c: Session, args) -> int:
+    """history: every journaled write, newest first, one line each (and what was refused or left)."""
+    res = c.request("history")
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+        return EXIT_OK
+    print_history(res["history"])
+    if not res["history"]:
+        print("vaultq: vaultd has written nothing into this vault (no split, rename or remembered entry)",
+              file=sys.stderr)
+    return EXIT_OK if res["history"] else EXIT_NONE
+
+
+def print_history(entries: list[dict]) -> None:
+    """A history's entries, one line each: op, status, note and what it did (`split --history`'s
+    lines, and a rename's)."""
+    for e in entries:
+        print(f"{e['op']}  {e['status']:<11} {e['note']} -> {_did(e)}")
+        if e["status"] == "aborted" and e.get("reason"):
+            print(f"    why: {e['reason']}")
+        for ev in e.get("events") or []:  # a step refused or a file left: a save landed meanwhile
+            print(f"    {ev['what']} {ev['path']}: {ev['reason']}")
+
+
+def _did(e: dict) -> str:
+    """What one journaled write did, as its history line says it."""
+    if e["kind"] == "split":
+        return f"{len(e['parts'] or [])} parts"
+    if e["kind"] == "capture":
+        return _remembered_row(e)
+    if e["kind"] == "rename":
+        where = f"heading on line {e['heading']} renamed" if e.get("heading") else e.get("to")
+        n = e.get("rewritten") or 0
+        return f"{where} (rename: {n} link{'' if n == 1 else 's'} rewritten)"
+    return f"saved whole again: {len(e['parts'] or [])} duplicate parts removed"
+
+
+def _run_undo(c: Session, args) -> int:
+    """undo: OP... or --all, and what was put back."""
+    if bool(args.ops) == args.all:
+        print("vaultq: undo takes OP [OP...] or --all", file=sys.stderr)
+        return EXIT_USAGE
+    res = c.request("undo", ops=args.ops, all=args.all, force=args.force)
+    if args.json:
+        print(json.dumps(res, ensure_ascii=False))
+        return EXIT_OK
+    return print_undone(res, "vaultq: nothing to undo (see `vaultq history`)")
+
+
+def print_undone(res: dict, none: str) -> int:
+    """What an undo did (each op, the files restored), or `none` when it had nothing to undo;
+    the exit status."""
+    if not res["undone"]:
+        print(none, file=sys.stderr)
+        return EXIT_NONE
+    for op in res["undone"]:
+        print(f"undid {op}")
+    print(f"restored {len(res['restored'])} file{'' if len(res['restored']) == 1 else 's'}")
     return EXIT_OK
 
 
@@ -963,6 +1035,7 @@ def _entries(lines: list[str], start: int) -> list[tuple[int, int, str, str]]:
 RUNNERS = {
     "status": _run_status, "grep": _run_grep, "search": _run_search, "context": _run_context,
     "changes": _run_changes, "split": _run_split, "remember": _run_remember,
+    "rename": _run_rename, "history": _run_history, "undo": _run_undo,
     "read": _run_read, "pin": _run_pin, "unpin": _run_pin, "pins": _run_notes, "hot": _run_notes,
     "recent": _run_notes, "graph": _run_graph, "list": _run_list, "resolve": _run_resolve,
     **dict.fromkeys(("backlinks", "links", "broken", "orphans", "tags", "problems"), _run_items),
@@ -1132,13 +1205,18 @@ def _ask(args, cwd: str, me: str) -> int:
 def _session(args, cwd: str) -> Session:
     """The session the command asks over: paths shown from `cwd` (left relative to the vault
     for --json), an agent's when a hook or an agent runs vaultq, of the vault --vault names.
-    A split of every proposal may take minutes; a hook must answer well within the agent's
+    A split of every proposal may take minutes (WRITES_LONG); a hook must answer well within the agent's
     own hook timeout (10 s in integrations/), a hung daemon or not."""
     hook = args.command == "hook"
     return Session(_socket(args, None if cwd == "absolute" else cwd),
-                   timeout=None if args.command == "split" else 5.0 if hook else 30.0,
+                   timeout=None if args.command in WRITES_LONG else 5.0 if hook else 30.0,
                    paths=None if getattr(args, "json", False) else cwd, agent=hook or _agent(),
                    vault=_vault(args.vault) if args.vault else None, files_here=True)
+
+
+WRITES_LONG = ("split", "rename", "undo")
+"""Commands that write into the vault and may take long (every proposal split, the links of a
+much-linked note checked and rewritten): vaultq waits for their answer however long."""
 
 
 _FIELD = re.compile(r"^(\w+)(?=[\[:])|`(\w+)`")

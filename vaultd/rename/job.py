@@ -8,6 +8,7 @@ queries (to find the note) and the writer."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import QueryError
@@ -32,6 +33,9 @@ class Renamer:
         self.core = core
         self.links = links
         self.writer = writer
+        self.renamed: list[Callable[[str, str], None]] = []
+        """Each called with (old path, new path) once a note is written at its new name: a
+        job that keeps something of notes by path (splits) follows it."""
 
     def rename(self, name: str, title: str, dry_run: bool = False, check_editors: bool = True) -> dict:
         """Title the note `name` (a path, a name, an identifier: as `find_note` reads it)
@@ -93,7 +97,10 @@ class Renamer:
             entry = self._write(plan)
         except (journal.SplitError, OSError) as e:
             raise QueryError(str(e)) from None
-        logger.info("rename %s: %s -> %s, %d links rewritten, %d labels followed (undo: vaultq split --undo %s)",
+        if plan.to != plan.note:
+            for told in self.renamed:
+                told(plan.note, plan.to)
+        logger.info("rename %s: %s -> %s, %d links rewritten, %d labels followed (undo: vaultq undo %s)",
                     entry["op"], plan.note if plan.heading is None else f"{plan.note}:{plan.heading}",
                     plan.to, plan.rewritten, plan.relabeled, entry["op"])
         return {**result, "op": entry["op"], "dry_run": False}

@@ -1,7 +1,8 @@
-"""The Vault's split operations: proposals, a split by hand, every proposal, history and
-undo, auto-split of notes that grew, and the stale-save repair, written through the
-Vault's one writer (store/writer.py). The splitter itself is splitter.py. The Vault's
-splits job (see vault.py)."""
+"""The Vault's split operations: proposals, a split by hand, every proposal, auto-split of
+notes that grew, and the stale-save repair, written through the Vault's one writer
+(store/writer.py); what the journal says of splits, kept as operations are undone (the
+history job, history.py, tells `undone`) and notes renamed (`renamed`). The splitter
+itself is splitter.py. The Vault's splits job (see vault.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import os
 
 from typing import TYPE_CHECKING
 
-from ..capture import journal as capture_journal
 from ..errors import QueryError
 from ..note import Note
 from ..paths import read_head
@@ -48,8 +48,9 @@ class Splits:
 
     def read_journal(self) -> None:
         """The notes kept whole and the notes split now, as the journal says."""
-        self.kept_whole = split.kept_whole(self.writer.journal)
-        self.done = split.done_splits(self.writer.journal)
+        entries = self.writer.journal.all()
+        self.kept_whole = followed(split.kept_whole(self.writer.journal), entries)
+        self.done = followed(split.done_splits(self.writer.journal), entries)
 
     def committed(self, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
         """Told of each commit (ingest's watcher): note which notes grew past the split
@@ -220,62 +221,33 @@ class Splits:
                 skipped.append({"note": path, "why": str(e)})
         return {"split": done, "skipped": skipped}
 
-    def split_history(self) -> dict:
-        return {"history": [{"kind": e.get("kind", journal.SPLIT),
-                             **{k: e.get(k) for k in ("op", "time", "note", "status", "parts", "rewritten", "oversized")},
-                             **{k: e[k] for k in ("reason", "events", "entry") if e.get(k)}}
-                            for e in self.writer.journal.all()]}
+    def undone(self, entry: dict) -> None:
+        """Told of each operation undone (the history's `on_undone`): a split undone leaves
+        its note whole (auto-split no longer splits it); a stale save's repair undone stands
+        the split again; a rename undone takes what is said of the note back to its old path."""
+        note, kind, op = entry["note"], entry.get("kind", journal.SPLIT), entry["op"]
+        if kind == journal.SPLIT:
+            self.kept_whole[note] = op
+            self.done.pop(note, None)
+        elif kind == journal.STALE:  # a stale save's removal undone: the split stands again
+            self.kept_whole.pop(note, None)
+        elif kind == journal.RENAME and entry.get("to") and entry["to"] != note:
+            self.renamed(entry["to"], note)
+        if self.core.config.split.mode == "auto" and note in self.kept_whole and kind != journal.RENAME:
+            logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
+                        op, note)
 
-    def split_undo(self, ops: list[str] | str | None = None, force: bool = False, every: bool = False) -> dict:
-        """Undo operations, newest first: those named, or with `every` every done split
-        (entries remembered are undone one by one, by their op)."""
-        core, jr = self.core, self.writer.journal
-        entries = jr.all()
-        if every:
-            ops = [e["op"] for e in entries if e.get("status") == "done" and e.get("kind") != journal.CAPTURE]
-        ops = [ops] if isinstance(ops, str) else list(ops or [])
-        if not ops:
-            if every:
-                return {"op": None, "undone": [], "restored": []}
-            raise QueryError("split --undo: give an operation")
-        undone, restored = [], []
-        when = {e["op"]: e.get("time", 0) for e in entries}
-        ops = sorted(dict.fromkeys(ops), key=lambda o: (when.get(o, 0), o), reverse=True)
-        try:
-            self.writer.check()
-            appends = {op for op in ops if capture_journal.is_append(jr.load(op))}
-            for op in appends:  # an entry's bytes unchanged in its note, or nothing is undone (--force or not)
-                capture_journal.locate(core.root, jr.load(op))
-            if not force:
-                journal.undoable(core.root, jr, [op for op in ops if op not in appends])  # all or nothing
-        except split.SplitError as e:
-            raise QueryError(f"{e}; nothing was undone" if "nothing was changed" not in str(e) else str(e)) from None
-        for op in ops:
-            try:
-                with self.writer.lock:
-                    entry = jr.load(op)
-                    paths = [c["path"] for c in entry["files"]] or [entry["note"]]
-                    user = {p: changed_ns(core.state.state, p, n.mtime_ns, n.size)
-                            for p in paths if (n := core.notes.get(p))}
-                    touched = capture_journal.undo(core.root, jr, entry) if op in appends else \
-                        journal.undo(core.root, jr, op, force)
-            except split.SplitError as e:
-                if undone:
-                    raise QueryError(f"{e} (undid {', '.join(undone)} before it)") from None
-                raise QueryError(str(e)) from None
-            note, kind = entry["note"], entry.get("kind", journal.SPLIT)
-            if kind == journal.SPLIT:
-                self.kept_whole[note] = op
-                self.done.pop(note, None)
-            elif kind == journal.STALE:  # a stale save's removal undone: the split stands again
-                self.kept_whole.pop(note, None)
-            if core.config.split.mode == "auto" and note in self.kept_whole:
-                logger.info("undid split %s: auto-split leaves %s whole from now on (`vaultq split` splits it by hand)",
-                            op, note)
-            self.writer.wrote(touched, user)
-            undone.append(op)
-            restored += touched
-        return {"op": undone[0] if len(undone) == 1 else None, "undone": undone, "restored": restored}
+    def renamed(self, note: str, to: str) -> None:
+        """The note at `note` is now at `to` (a rename, or its undo): a split hub stays a hub
+        and a note kept whole stays whole under its new name (the journal's entries of it
+        keep the old one: `read_journal` follows the renames done since)."""
+        for marks in (self.kept_whole, self.done):
+            if note in marks:
+                marks[to] = marks.pop(note)
+        if note in self.stale:
+            self.stale.discard(note)
+            self.stale.add(to)
+        self.skipped.pop(note, None)
 
     def _kept_why(self, path: str) -> str:
         op = self.kept_whole[path]
@@ -386,3 +358,17 @@ class Splits:
                        "(%s; undo: vaultq split --undo %s)", path, op, sum(c.after is None for c in plan.changes),
                        sum(c.after is not None for c in plan.changes), entry["op"], entry["op"])
         return entry["op"]
+
+
+def followed(marks: dict[str, str], entries: list[dict]) -> dict[str, str]:
+    """`marks` (a note's path -> the op that says something of it) with each note followed
+    along the renames done after that op (`entries`: the journal's, oldest first): a hub
+    renamed since its split is the same hub at its new path."""
+    at = {e["op"]: (e.get("time", 0), e["op"]) for e in entries}
+    out = dict(marks)
+    for e in entries:
+        if e.get("kind") == journal.RENAME and e.get("status") == "done" and e.get("to") not in (None, e["note"]):
+            op = out.get(e["note"])
+            if op is not None and at.get(op, (0, "")) < (e.get("time", 0), e["op"]):
+                out[e["to"]] = out.pop(e["note"])
+    return out

@@ -97,11 +97,12 @@ and the record of which notes the user wants whole), so it goes with the vault, 
 a state folder that may be deleted, and every vaultd on the vault reads the same one.
 Created at the first split, never before; a dot folder, so never indexed."""
 
-_README = b"""This folder is vaultd's split journal: one file per split, holding every file it
+_README = b"""This folder is vaultd's journal: one file per split, holding every file it
 changed as it was before and after (and one per entry an agent remembered, when
-[capture] is on, holding the bytes it appended). It is how `vaultq split --undo OP` puts a note back, and how vaultd knows which
-notes you want kept whole. Keep it with the vault (it is private: only you can read it).
-Deleting it loses the undo of past splits.
+[capture] is on, holding the bytes it appended; one per rename). It is how
+`vaultq undo OP` puts a note back (`vaultq history` lists them), and how vaultd knows
+which notes you want kept whole. Keep it with the vault (it is private: only you can
+read it). Deleting it loses the undo of past splits and renames.
 """
 
 
@@ -117,7 +118,7 @@ class Journal:
 
     def _path(self, op: str) -> Path:
         if not _OP.fullmatch(op):  # an op names a file in the journal's folder, and nothing else
-            raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)")
+            raise SplitError(f"no operation {op!r} in the journal (see `vaultq history`)")
         name = f"{op}.json"
         return next((d / name for d in self.older if (d / name).exists()), self.dir / name)
 
@@ -167,7 +168,7 @@ class Journal:
         try:
             return json.loads(path.read_bytes())
         except FileNotFoundError:
-            raise SplitError(f"no split operation {op!r} (see `vaultq split --history`)") from None
+            raise SplitError(f"no operation {op!r} in the journal (see `vaultq history`)") from None
 
     def all(self) -> list[dict]:
         """Every entry, oldest first."""
