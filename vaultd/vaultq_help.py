@@ -360,7 +360,7 @@ def man_vaultd(group) -> str:
     out += [".SH FILES", ".TP", _roff("$XDG_CONFIG_HOME/vaultd/config.toml"),
             _roff("the configuration (config.example.toml of vaultd lists every key)"),
             ".TP", _roff("$XDG_STATE_HOME/vaultd/<vault-name>/"), _roff("the index and state of a vault"),
-            ".TP", _roff("VAULT/.vaultd/split/"), _roff("the journal of every split and remembered entry: their undo"),
+            ".TP", _roff("VAULT/.vaultd/split/"), _roff("the journal of every split, rename and remembered entry: their undo (vaultq history, vaultq undo)"),
             ".SH SEE ALSO", _roff("vaultq(1); the manual: docs/ of vaultd (README.md there).")]
     return "\n".join(out) + "\n"
 
