@@ -639,9 +639,9 @@ def _run_history(c: Session, args) -> int:
     res = c.request("history")
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
-        return EXIT_OK
-    print_history(res["history"])
-    if not res["history"]:
+    else:
+        print_history(res["history"])
+    if not res["history"] and not args.json:
         print("vaultq: vaultd has written nothing into this vault (no split, rename or remembered entry)",
               file=sys.stderr)
     return EXIT_OK if res["history"] else EXIT_NONE

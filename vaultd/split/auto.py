@@ -367,7 +367,7 @@ def followed(marks: dict[str, str], entries: list[dict]) -> dict[str, str]:
     at = {e["op"]: (e.get("time", 0), e["op"]) for e in entries}
     out = dict(marks)
     for e in entries:
-        if e.get("kind") == journal.RENAME and e.get("status") == "done" and e.get("to") not in (None, e["note"]):
+        if e.get("kind") == journal.RENAME and e.get("status") == "done" and e.get("to") and e["to"] != e["note"]:
             op = out.get(e["note"])
             if op is not None and at.get(op, (0, "")) < (e.get("time", 0), e["op"]):
                 out[e["to"]] = out.pop(e["note"])
