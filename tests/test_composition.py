@@ -13,7 +13,7 @@ from vaultd.vault import Vault
 PACKAGE = Path(__file__).resolve().parent.parent / "vaultd"
 JOBS = ["vault.py", "store/vault_state.py", "store/writer.py", "ingest/update.py", "query/search.py",
         "query/grep.py", "query/links.py", "query/working_set.py", "query/embedder.py", "split/auto.py",
-        "capture/remember.py", "api.py", "server.py", "cli.py", "ingest/indexer.py"]
+        "capture/remember.py", "history.py", "rename/job.py", "api.py", "server.py", "cli.py", "ingest/indexer.py"]
 """The facade, the state the jobs share, each job's module, and the Vault's callers in the daemon."""
 
 

@@ -1,7 +1,7 @@
 """The Vault's one writer: whether this vaultd may write into the vault (the host the config
 names, the vault's writer lock), the journal it writes through, rolled back where a crash
 left it half done each time the lock is taken, and what it wrote noted (the state file:
-not the user's activity) and indexed. Splits and capture (and the coming rename) write
+not the user's activity) and indexed. Splits, capture and rename write
 through it; it knows no planning (store/journal.py writes the files)."""
 
 from __future__ import annotations
