@@ -150,3 +150,25 @@ def test_other_spellings():
         assert written in korean.other_spellings(typed), typed
     assert korean.other_spellings("고기") == [] and korean.other_spellings("abc") == []
     assert "디렉토리" not in korean.other_spellings("디렉토리")
+
+
+def test_kiwi_runs_in_a_process_of_its_own_and_ends_when_idle(monkeypatch):
+    """The analyser is a child process (the daemon never holds Kiwi's memory), started by the
+    first word, asked again while it runs, and ended after its idle time."""
+    from conftest import wait_for
+    from vaultd.query import korean
+
+    if korean.ANALYSER.missing:
+        pytest.skip("kiwipiepy is not installed (the korean extra)")
+    monkeypatch.setattr(korean, "KIWI_IDLE_S", 0.5)
+    a = korean.Analyser()
+    try:
+        assert ("미루", "VV") in {(f, t.split("-")[0]) for f, t, _ in a.tokenize("미룬다")}
+        pid = a.proc.pid
+        assert pid != os.getpid() and a.running
+        assert a.tokenize("비밀번호를")[0][0] == "비밀" or a.tokenize("비밀번호를")[0][0] == "비밀번호"
+        assert a.proc is not None and a.proc.pid == pid, "one process answers while it is used"
+        wait_for(lambda: not a.running)
+        assert a.tokenize("최대공약수를") and a.running, "started again by the next word"
+    finally:
+        a.stop()

@@ -4,9 +4,10 @@ the notes holding a word that starts with it (the index's `words_ko` field,
 store/index.WORDS: `미루는`, `미루기`). Bigrams (query/analysis) stay the fallback: they
 find what no word starts with (`일일노트` in `일일 노트`), and what the analyser reads wrong.
 
-The analyser is Kiwi (kiwipiepy, the `korean` extra), loaded on the first Hangul query:
-0.4-0.8 s and +240 MB of memory (its default dictionary and typo tables left out: +310 MB
-with them, the same analyses here), then 0.1-0.3 ms a query. Notes are never analysed
+The analyser is Kiwi (kiwipiepy, the `korean` extra), in a process of its own started on
+the first Hangul query (0.4-1 s) and ended after two minutes without one (`Analyser`): its
+240 MB are never the daemon's, and are given back when Korean queries stop; then 0.1-0.3 ms
+a word, each word's analysis kept (4,096 words). Notes are never analysed
 (about 60 KB of Hangul a second: hours at seed scale). Without Kiwi, a word is only
 stripped of a particle by rule (`가치관이` gives `가치관`; `미룬다` stays as it is), which
 measured nearly as well on the dev sets' nouns (Korean anchors MRR +0.032 against +0.033)
@@ -16,9 +17,13 @@ but finds no verb by its stem; the log says once how to install it.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import json
 import logging
 import math
 import re
+import subprocess
+import sys
 import threading
 
 import tantivy
@@ -55,36 +60,103 @@ PART_WEIGHT = 0.5
 """A part of a word of several content morphemes (`다크`, `모드` of `다크모드로`) weighs this
 times a whole form: a note may write them apart (`다크 모드`)."""
 
-_lock = threading.Lock()
-_state: dict[str, object] = {}
+KIWI_IDLE_S = 120.0
+"""Seconds without a word to analyse after which the analyser's process exits, giving its
+memory back (about 240 MB); the next Hangul query starts it again (about 1 s)."""
 
 
-def _kiwi():
-    """The analyser, loaded once (None without kiwipiepy: then the log says so, once)."""
-    with _lock:
-        if "kiwi" not in _state:
+class Analyser:
+    """Kiwi in a process of its own (`python -m vaultd.query.korean`), started on the first
+    Hangul word to analyse and ended after KIWI_IDLE_S without one: the daemon never holds
+    Kiwi's 240 MB, and a daemon asked no Korean query for two minutes holds none of it.
+    One word a line in, its morphemes as a JSON line out. None for every word where
+    kiwipiepy is not installed (then the log says so, once) or the process fails."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.timer: threading.Timer | None = None
+        self.missing = importlib.util.find_spec("kiwipiepy") is None
+        if self.missing:
+            logger.info("Korean words are matched less their particles only: install the korean extra "
+                        "(pip install 'vaultd[korean]') to match them by their stems too (미룬다: 미루는)")
+
+    def tokenize(self, word: str) -> list[tuple[str, str, int]] | None:
+        if self.missing:
+            return None
+        with self.lock:
+            if self.timer is not None:
+                self.timer.cancel()
             try:
-                from kiwipiepy import Kiwi
-            except ImportError:
-                logger.info("Korean words are matched less their particles only: install the korean extra "
-                            "(pip install 'vaultd[korean]') to match them by their stems too (미룬다: 미루는)")
-                _state["kiwi"] = None
-            else:
-                _state["kiwi"] = Kiwi(num_workers=-1, load_default_dict=False, load_typo_dict=False,
-                                      load_multi_dict=False)
-        return _state["kiwi"]
+                if self.proc is None or self.proc.poll() is not None:
+                    self.proc = subprocess.Popen([sys.executable, "-m", "vaultd.query.korean"], stdin=subprocess.PIPE,
+                                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                                 encoding="utf-8")
+                self.proc.stdin.write(json.dumps(word) + "\n")
+                self.proc.stdin.flush()
+                line = self.proc.stdout.readline()
+            except OSError:
+                line = ""
+            if not line:
+                logger.warning("the Korean analyser (Kiwi) ended: %r is matched less its particles only", word)
+                self._end()
+                return None
+            self.timer = threading.Timer(KIWI_IDLE_S, self.stop)
+            self.timer.daemon = True
+            self.timer.start()
+            return [tuple(t) for t in json.loads(line)]
+
+    def stop(self) -> None:
+        """End the analyser's process (it is started again when a word needs it)."""
+        with self.lock:
+            self._end()
+
+    def _end(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.close()  # its end of input: it exits
+            except OSError:
+                pass
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+ANALYSER = Analyser()
+
+
+def serve() -> None:
+    """The analyser's process: Kiwi loaded (its default dictionary and typo tables left out:
+    +310 MB with them, the same analyses here), then one word a line from stdin, its
+    morphemes (form, tag, start) a JSON line on stdout, until stdin ends."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    from kiwipiepy import Kiwi
+
+    kiwi = Kiwi(num_workers=-1, load_default_dict=False, load_typo_dict=False, load_multi_dict=False)
+    for line in sys.stdin:
+        tokens = kiwi.tokenize(json.loads(line))
+        sys.stdout.write(json.dumps([(t.form, t.tag, t.start) for t in tokens], ensure_ascii=False) + "\n")
+        sys.stdout.flush()
 
 
 @functools.lru_cache(maxsize=4096)
 def _morphemes(word: str) -> tuple[tuple[str, str, int], ...] | None:
     """A word's morphemes as Kiwi reads it: (form, tag less its `-R`/`-I`, where it starts);
-    None without Kiwi."""
-    kiwi = _kiwi()
-    if kiwi is None:
+    None without Kiwi (the failures are not kept: the next query asks again)."""
+    tokens = ANALYSER.tokenize(word)
+    if tokens is None:
         return None
-    with _lock:
-        tokens = kiwi.tokenize(word)
-    return tuple((t.form, t.tag.split("-")[0], t.start) for t in tokens)
+    return tuple((form, tag.split("-")[0], start) for form, tag, start in tokens)
 
 
 def forms(word: str) -> tuple[str, ...]:
@@ -203,3 +275,7 @@ def inside_only(searcher: tantivy.Searcher, word: str) -> bool:
     parts = _morphemes(word)
     return (parts is not None and len(parts) == 1 and parts[0][1] == "MAG"
             and not searcher.terms_with_prefix(WORDS, word, limit=1))
+
+
+if __name__ == "__main__":
+    serve()
