@@ -96,6 +96,7 @@ DEFAULT_CALLS = [  # every tool, with only the arguments it needs: its default c
     ("unpin", {"note": "hub"}),
     ("status", {}),
     ("remember", {"text": "a fact"}),
+    ("rename", {"note": "hub", "title": "Hub renamed", "dry_run": True}),  # a preview: its diff capped too
 ]
 LISTS = {"backlinks": "backlinks", "links": "links", "hot": "hot", "recent": "recent"}
 
@@ -296,3 +297,12 @@ def test_an_offset_past_the_end_says_so(tmp_path, short_dir):
         assert (r.returncode, r.stderr) == (1, "vaultq: --offset 9 is past the last match\n")
     finally:
         d.stop()
+
+
+def test_a_rename_preview_s_diff_is_bounded_and_says_what_it_left_out(big_vault):
+    d, truth = big_vault
+    res = d.request("rename", note="hub", title="Hub renamed", dry_run=True, diff_max=4000)
+    assert len(res["diff"]) <= 4000 and res["diff"].endswith("\n") and res["diff_cut"] > 0
+    whole = d.request("rename", note="hub", title="Hub renamed", dry_run=True, diff_max=64 << 20)
+    assert "diff_cut" not in whole and len(whole["diff"]) == len(res["diff"]) + res["diff_cut"]
+    assert whole["diff"].startswith(res["diff"]) and whole["files"] == res["files"]

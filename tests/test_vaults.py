@@ -238,7 +238,8 @@ def test_odd_vault_names_and_note_paths_are_clear_errors(two):
 ARGS = {"search": {"q": "compost"}, "grep": {"q": "plan"}, "resolve": {"link": "[[plan]]"}, "context": {"q": "plan"},
         "read": {"note": "plan"}, "backlinks": {"note": "plan"}, "links": {"note": "plan"}, "graph": {"note": "plan"},
         "changes": {"since": 0}, "pin": {"note": "plan"}, "unpin": {"note": "plan"}, "split": {"list": True},
-        "remember": {"text": "x"}}
+        "remember": {"text": "x"}, "rename": {"note": "plan", "title": "Plan B", "dry_run": True},
+        "undo": {"all": True}}
 """Each operation's least arguments."""
 
 

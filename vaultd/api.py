@@ -259,6 +259,12 @@ class Rename(Request, tag="rename"):
     dry_run: _described(bool, "Only say what would change, with a diff of every file; write nothing") = False
     check_editors: _described(bool, "Refuse while an editor's lock or swap file says it holds a file the rename "
                                     "writes (false: the caller checked its own buffers)") = True
+    diff_max: _described(Annotated[int, msgspec.Meta(ge=0, le=64 << 20)],
+                         "With `dry_run`: the diff cut after this many characters, at a whole line "
+                         "(`diff_cut` then says how many were left out)") = ops.DIFF_MAX
+    files_max: _described(Annotated[int, msgspec.Meta(ge=1, le=ops.MOST)],
+                          "At most this many of the files written are named (`files_total` then says how "
+                          "many there are)") = ops.LIMITS["links"]
 
 
 class History(Request, tag="history"):
@@ -554,6 +560,19 @@ class RenameReply(Reply):
     dry_run: bool
     op: str | UnsetType = UNSET
     diff: str | UnsetType = UNSET
+    diff_cut: int | UnsetType = UNSET
+    files_total: int | UnsetType = UNSET
+
+
+def capped_diff(answer: dict, limit: int) -> dict:
+    """`answer` with its `diff` cut after `limit` characters, at a whole line, and `diff_cut`
+    saying how many were left out (an answer's size is bounded: a rename's preview of a note
+    a thousand notes link to ran to megabytes)."""
+    diff = answer.get("diff")
+    if diff is None or len(diff) <= limit:
+        return answer
+    cut = diff.rfind("\n", 0, limit) + 1
+    return {**answer, "diff": diff[:cut], "diff_cut": len(diff) - cut}
 
 
 class HistoryReply(Reply):
@@ -860,8 +879,12 @@ class Operations:
         nothing."""
         renamer = self.vault.renamer
         if req.line is None:
-            return renamer.rename(req.note, req.title, req.dry_run, req.check_editors)
-        return renamer.rename_heading(req.note, req.line, req.title, req.dry_run, req.check_editors)
+            done = renamer.rename(req.note, req.title, req.dry_run, req.check_editors)
+        else:
+            done = renamer.rename_heading(req.note, req.line, req.title, req.dry_run, req.check_editors)
+        if len(done["files"]) > req.files_max:
+            done = {**done, "files": done["files"][: req.files_max], "files_total": len(done["files"])}
+        return capped_diff(done, req.diff_max)
 
     @replies(HistoryReply)
     def history(self, req: History) -> dict:

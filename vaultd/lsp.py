@@ -851,6 +851,10 @@ class VaultServer(LanguageServer):
         if unsaved:
             self.say(t.MessageType.Warning, f"vaultd: links are not rewritten: save {', '.join(unsaved)} first")
             return None
+        if plan.get("diff_cut"):
+            self.say(t.MessageType.Warning, "vaultd: links are not rewritten: the rename's preview is too big to apply "
+                     "here; rename with `vaultq rename` instead")
+            return None
         before = {p: text for p, full in rels.items() if (text := self.disk_text(full)) is not None}
         out = {}
         for p, after in diff_texts(plan["diff"], before).items():
@@ -1339,7 +1343,7 @@ def ask_rename(ls: VaultServer, near: str, **args) -> dict:
         if s is None:
             raise ls.refuse("the daemon is not running: nothing was renamed")
         try:
-            return s.request("rename", **args)
+            return s.request("rename", diff_max=64 << 20, files_max=100_000, **args)
         except RequestFailed as e:
             raise ls.refuse(e.said("LSP")) from None
 

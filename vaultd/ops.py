@@ -75,6 +75,9 @@ READ_BUDGET = 8000
 """`read`'s default budget, in tokens (about 28 KB of English; `unit: bytes` counts bytes): a
 longer text is cut at a whole line, and the answer's `next` says which lines to ask for the rest."""
 
+DIFF_MAX = 32_000
+"""Characters of a preview's diff (`rename --dry-run`) an answer holds unless asked for more."""
+
 
 GREP_ROWS = MOST
 """`vaultq grep`'s default --limit: as many rows as an answer may hold, as rg gives every one

@@ -613,11 +613,14 @@ def _run_split(c: Session, args) -> int:
 
 def _run_rename(c: Session, args) -> int:
     """rename: what changed (or the diff, with --dry-run), and the undo."""
-    res = c.request("rename", note=args.note, title=args.title, line=args.line, dry_run=args.dry_run)
+    res = c.request("rename", note=args.note, title=args.title, line=args.line, dry_run=args.dry_run,
+                    diff_max=64 << 20, files_max=100_000)  # a person's: all of it
     if args.json:
         print(json.dumps(res, ensure_ascii=False))
     elif res["dry_run"]:
         sys.stdout.write(res["diff"])
+        if res.get("diff_cut"):
+            print(f"vaultq: the diff is cut: {res['diff_cut']} characters more", file=sys.stderr)
     else:
         print(renamed(res))
     return EXIT_OK
