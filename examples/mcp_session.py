@@ -33,4 +33,6 @@ async def main(query: str, options: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(f"usage: {sys.argv[0]} QUERY [vaultd mcp options, e.g. --vault ~/notes]")
     asyncio.run(main(sys.argv[1], sys.argv[2:]))
