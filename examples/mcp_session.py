@@ -34,5 +34,6 @@ async def main(query: str, options: list[str]) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit(f"usage: {sys.argv[0]} QUERY [vaultd mcp options, e.g. --vault ~/notes]")
+        print(f"usage: {sys.argv[0]} QUERY [vaultd mcp options, e.g. --vault ~/notes]", file=sys.stderr)
+        sys.exit(2)
     asyncio.run(main(sys.argv[1], sys.argv[2:]))
