@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import contextlib
 import os
 import shutil
 import signal
@@ -137,6 +138,39 @@ def cmdline(pid: int) -> bytes:
             return f.read()
     except OSError:
         return b""
+
+
+@contextlib.contextmanager
+def first_index_held(make_daemon, tmp_path, notes: int = 400):
+    """A daemon started on a new vault of `notes` notes (over workers.POOL_MIN: parsed by
+    two worker processes) whose first index is held still: each parsing worker stopped
+    (SIGSTOP) once it runs multiprocessing's spawn_main, not earlier (a child stopped between
+    fork and exec holds the daemon in its spawn, and the second worker never comes), and not
+    its resource tracker (the workers would go on). Yields the Daemon; resumed (SIGCONT) at
+    the end. Reads /proc."""
+    vault = tmp_path / "big"
+    for i in range(notes):
+        (vault / f"d{i % 8}").mkdir(parents=True, exist_ok=True)
+        (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
+    cfg = tmp_path / "workers.toml"
+    cfg.write_text("[index]\nworkers = 2\n")
+    d = make_daemon(vault, extra=["--config", str(cfg)], start=False)
+    d.start(wait=False)
+    stopped: set[int] = set()
+
+    def hold() -> bool:
+        for pid in children(d.proc.pid):
+            if pid not in stopped and b"spawn_main" in cmdline(pid):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
+        return len(stopped) >= 2
+
+    try:
+        wait_for(hold, timeout=30, interval=0.002)
+        yield d
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
 
 
 def on_a_terminal(args: list[str], timeout: float = 30) -> tuple[int, bytes]:

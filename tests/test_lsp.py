@@ -7,12 +7,11 @@ import asyncio
 import os
 import re
 import shutil
-import signal
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import DEADLINE, children, cmdline, wait_for
+from conftest import DEADLINE, first_index_held, wait_for
 from lsprotocol import types as t
 from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path
@@ -106,15 +105,17 @@ class Session:
         return await self.c.text_document_hover_async(t.HoverParams(text_document=self.doc(rel), position=pos))
 
 
-def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
-    """Run `steps(session)` against `vaultd lsp` started in the vault (as an editor starts it).
-    Its stderr is read all along (a full pipe would stop it); every wait has the deadline,
-    and a server that does not answer its shutdown by then is killed."""
+def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None,
+        caps: t.ClientCapabilities | None = None):
+    """Run `steps(session)` against `vaultd lsp` started in the vault (as an editor starts it),
+    the client offering `caps` (none by default). Its stderr is read all along (a full pipe
+    would stop it); every wait has the deadline, and a server that does not answer its
+    shutdown by then is killed. What the server asks the client to show is in `s.shown`."""
 
     async def main():
         client = LanguageClient("test", "1")
         s = Session(client, vault)
-        s.versions = {}
+        s.versions, s.shown = {}, []
 
         @client.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def _diags(params: t.PublishDiagnosticsParams):
@@ -128,13 +129,20 @@ def lsp(vault: Path, steps, socket: str | None = None, env: dict | None = None):
             s.messages.append(params)
             s.got.set()
 
+        @client.feature(t.WINDOW_SHOW_DOCUMENT)
+        def _show(params: t.ShowDocumentParams):
+            s.shown.append(params.uri)
+            s.got.set()
+            return t.ShowDocumentResult(success=True)
+
         args = ["-m", "vaultd", "lsp", *LSP_ARGS] + (["--socket", socket] if socket else [])
         await client.start_io(sys.executable, *args, cwd=str(vault),
                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})})
         drain = asyncio.create_task(_drain(client._server.stderr))
         try:
             await asyncio.wait_for(client.initialize_async(t.InitializeParams(
-                capabilities=t.ClientCapabilities(), root_uri=from_fs_path(str(vault)), process_id=os.getpid())),
+                capabilities=caps or t.ClientCapabilities(), root_uri=from_fs_path(str(vault)),
+                process_id=os.getpid())),
                 DEADLINE)
             client.initialized(t.InitializedParams())
             return await asyncio.wait_for(steps(s), DEADLINE)
@@ -516,39 +524,15 @@ def test_while_the_first_index_is_built_the_user_is_told(make_daemon, tmp_path):
     """The first index held still (its parse workers stopped, SIGSTOP), as in test_mcp: an
     answer of the notes read so far is said so once (render.still_indexing; not at every
     request), and a request that waits for every note says why (errors.CODES' words)."""
-    vault = tmp_path / "big"
-    for i in range(400):  # over workers.POOL_MIN: parsed in worker processes
-        (vault / f"d{i % 8}").mkdir(parents=True, exist_ok=True)
-        (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
-    cfg = tmp_path / "workers.toml"
-    cfg.write_text("[index]\nworkers = 2\n")
-    d = make_daemon(vault, extra=["--config", str(cfg)], start=False)
-    d.start(wait=False)
-    stopped: set[int] = set()
-
-    def hold() -> bool:
-        """Stop each parsing worker once it runs multiprocessing's spawn_main: not earlier (a
-        child stopped between fork and exec holds the daemon in its spawn, and the second
-        worker never comes), and not its resource tracker (the workers would go on)."""
-        for pid in children(d.proc.pid):
-            if pid not in stopped and b"spawn_main" in cmdline(pid):
-                os.kill(pid, signal.SIGSTOP)
-                stopped.add(pid)
-        return len(stopped) >= 2
-
     async def steps(s: Session):
         ask = t.WorkspaceSymbolParams(query="quokka")
         found = [await s.c.workspace_symbol_async(ask), await s.c.workspace_symbol_async(ask)]
         link = await s.definition("d1/n1.md", t.Position(line=3, character=3))  # [[n2]]: resolve waits
         return found, link, list(s.messages)
 
-    try:
-        wait_for(hold, timeout=30, interval=0.002)
+    with first_index_held(make_daemon, tmp_path) as d:
         wait_for(lambda: (_status(d).get("progress") or {}).get("total") == 400, interval=0.05)
-        found, link, messages = lsp(vault, steps, str(d.socket))
-    finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
+        found, link, messages = lsp(d.vault, steps, str(d.socket))
     assert all(x is not None for x in found) and link is None
     building = re.compile(r"vaultd: vaultd is still building its first index of this vault \(\d+ of 400 files read\)")
     partial = [m for m in messages if m.message.endswith(": this answer holds only the notes read so far")]

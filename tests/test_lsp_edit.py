@@ -19,9 +19,9 @@ import pytest
 from conftest import DEADLINE, wait_for
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
-from pygls.lsp.client import LanguageClient
 from pygls.uris import from_fs_path, to_fs_path
-from test_lsp import Session, _drain, u16
+from test_lsp import Session, u16
+from test_lsp import lsp as run_lsp
 
 TARGET = "20240101T100000--target-note__proj.md"
 RENAMED = "20240101T100000--renamed-target__proj.md"
@@ -64,53 +64,9 @@ CAPS = t.ClientCapabilities(
 
 
 def lsp(vault: Path, steps, socket: str, caps: t.ClientCapabilities = CAPS):
-    """Run `steps(session)` against `vaultd lsp` in the vault, the client offering `caps`
-    (versioned document changes, showDocument); what the server asks to show is noted."""
-
-    async def main():
-        client = LanguageClient("test", "1")
-        s = Session(client, vault)
-        s.versions, s.shown = {}, []
-
-        @client.feature(t.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def _diags(params: t.PublishDiagnosticsParams):
-            s.diagnostics[params.uri] = list(params.diagnostics)
-            s.versions[params.uri] = params.version
-            s.got.set()
-
-        @client.feature(t.WINDOW_SHOW_MESSAGE)
-        def _msg(params: t.ShowMessageParams):
-            s.messages.append(params)
-            s.got.set()
-
-        @client.feature(t.WINDOW_SHOW_DOCUMENT)
-        def _show(params: t.ShowDocumentParams):
-            s.shown.append(params.uri)
-            s.got.set()
-            return t.ShowDocumentResult(success=True)
-
-        await client.start_io(sys.executable, "-m", "vaultd", "lsp", "--socket", socket, cwd=str(vault),
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-        drain = asyncio.create_task(_drain(client._server.stderr))
-        try:
-            await asyncio.wait_for(client.initialize_async(t.InitializeParams(
-                capabilities=caps, root_uri=from_fs_path(str(vault)), process_id=os.getpid())), DEADLINE)
-            client.initialized(t.InitializedParams())
-            return await asyncio.wait_for(steps(s), DEADLINE)
-        finally:
-            try:
-                await asyncio.wait_for(client.shutdown_async(None), DEADLINE)
-                client.exit(None)
-            finally:
-                if client._server.returncode is None:
-                    try:
-                        await asyncio.wait_for(client._server.wait(), DEADLINE)
-                    except asyncio.TimeoutError:
-                        client._server.kill()
-                await client.stop()
-                await drain
-
-    return asyncio.run(main())
+    """Run `steps(session)` against `vaultd lsp` in the vault (test_lsp.lsp), the client
+    offering `caps` (versioned document changes, showDocument)."""
+    return run_lsp(vault, steps, socket, caps=caps)
 
 
 def at(text: str, line: int, needle: str, after: int = 1) -> t.Position:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ from vaultd import api, protocol
 from vaultd.mcp import TOOLS, input_schema, structured
 from vaultd.render import cost
 
-from conftest import DEADLINE, children, cmdline, wait_for
+from conftest import DEADLINE, first_index_held, wait_for
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -187,28 +186,7 @@ def test_a_daemon_that_is_down_is_a_tool_error_that_says_how_to_start_it(short_d
 def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_path):
     """The first index held still (its parse workers stopped, SIGSTOP): the socket, vaultq,
     a hook and the MCP tools each say the index is still being built; vaultq exits 4."""
-    vault = tmp_path / "big"
-    for i in range(400):  # over workers.POOL_MIN: parsed in worker processes
-        (vault / f"d{i % 8}").mkdir(parents=True, exist_ok=True)
-        (vault / f"d{i % 8}" / f"n{i}.md").write_text(f"# Note {i}\n\nquokka words {i}\n[[n{i + 1}]]\n")
-    cfg = tmp_path / "workers.toml"
-    cfg.write_text("[index]\nworkers = 2\n")
-    d = make_daemon(vault, extra=["--config", str(cfg)], start=False)
-    d.start(wait=False)
-    stopped: set[int] = set()
-
-    def hold() -> bool:
-        """Stop each parsing worker once it runs multiprocessing's spawn_main: not earlier (a
-        child stopped between fork and exec holds the daemon in its spawn, and the second
-        worker never comes), and not its resource tracker (the workers would go on)."""
-        for pid in children(d.proc.pid):
-            if pid not in stopped and b"spawn_main" in cmdline(pid):
-                os.kill(pid, signal.SIGSTOP)
-                stopped.add(pid)
-        return len(stopped) >= 2
-
-    try:
-        wait_for(hold, timeout=30, interval=0.002)
+    with first_index_held(make_daemon, tmp_path) as d:
         st = wait_for(lambda: _status(d), timeout=20, interval=0.05)
         assert st["indexing"] is True and st["reconciled"] is False
         assert st["progress"]["total"] == 400 and st["progress"]["done"] < 400
@@ -234,9 +212,6 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
         assert not search.is_error and search.structured_content["indexing"] is True
         assert search.content[0].text.startswith("Note: vaultd is still building its first index of this vault (")
         assert backlinks.is_error and "still building its first index" in backlinks.content[0].text
-    finally:
-        for pid in stopped:
-            os.kill(pid, signal.SIGCONT)
     st = wait_for(lambda: (s := _status(d)) and s["reconciled"] and s, timeout=30, interval=0.05)
     assert st["indexing"] is False and "progress" not in st and st["notes"] == 400
     assert "indexing" not in d.request("search", q="quokka")
