@@ -144,7 +144,7 @@ def test_a_repeat_is_counted_not_refused_without_trace(capturing):
     third = vaultq(capturing, "remember", "office wifi password: kept in the red notebook")
     assert third.returncode == 0 and re.fullmatch(
         rf"already remembered: {re.escape(str(p))}:{one['first']}-{one['last'] + 1} “{one['heading']}”, seen 3 "
-        r"times now \(undo: vaultq split --undo \S+\)\n", third.stdout), third.stdout
+        r"times now \(undo: vaultq undo \S+\)\n", third.stdout), third.stdout
     assert p.read_text().count("Seen ") == 1 and "Seen 3 times" in p.read_text(), "the count is one line"
     history = vaultq(d, "split", "--history").stdout
     assert re.search(rf"{again['op']}  done +{re.escape(str(p))} -> entry {one['heading']} counted again: “The office "

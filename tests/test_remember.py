@@ -96,8 +96,7 @@ def test_an_entry_is_appended_to_the_day_s_capture_note_and_searchable_at_once(c
     assert text.startswith(f'---\ntitle:      "Capture {m.group(2)}"\n') and f'identifier: "{m.group(1)}"\n' in text
     assert re.search(r"\n\n# \d\d:\d\d:\d\d\n#infra #서버\n\nThe build server is named kiln; it listens on port 8081\.\n\n"
                      r"Remembered by vaultq, session 9f2c1d7e, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d\.\n$", text)
-    assert r.stdout.decode().startswith(f"remembered in {v}/inbox/{name}:8-13 (a new capture note) (undo: vaultq split "
-                                        "--undo ")
+    assert r.stdout.decode().startswith(f"remembered in {v}/inbox/{name}:8-13 (a new capture note) (undo: vaultq undo ")
     note = parse_file(f"inbox/{name}", text.encode())
     assert note.id == m.group(1) and note.title == f"Capture {m.group(2)}"
     assert set(note.tags) == {"capture", "infra", "서버"} and [(h.line, h.tags) for h in note.headings] == \
@@ -423,7 +422,7 @@ def test_a_correction_supersedes_what_it_corrects_a_repeat_is_counted_and_force_
     assert not same["written"] and same["overlap"] == 1.0 and same["seen"] == 2
     r = vaultq(d, "remember", "The password rotates every 90 days")
     assert r.returncode == 0 and re.fullmatch(r"already remembered: \S+:\d+-\d+ “[\d:-]+”, seen 2 times now \(undo: "
-                                              r"vaultq split --undo \S+\)\n", r.stdout.decode()), r.stdout
+                                              r"vaultq undo \S+\)\n", r.stdout.decode()), r.stdout
     r = vaultq(d, "remember", "The password rotates every 90 days", "--force", "--json")
     res = json.loads(r.stdout)
     assert r.returncode == 0 and res["written"] and (v / res["path"]).read_text().count("every 90 days") == 2

@@ -306,7 +306,7 @@ def test_split_commands(make_daemon, tmp_path):
     assert r.stdout.startswith("--- /dev/null") and "+++ b/notes/Big.md" in r.stdout
     r = vaultq("--socket", sock, "split", "Big", **here)
     assert r.returncode == 0 and "split notes/Big.md into" in r.stdout
-    op = r.stdout.split("--undo ")[1].split(")")[0]
+    op = r.stdout.split("undo: vaultq undo ")[1].split(")")[0]
     assert op in vaultq("--socket", sock, "split", "--history", **here).stdout
     assert vaultq("--socket", sock, "split", "--undo", op, **here).stdout.startswith(f"undid {op}")
     assert vaultq("--socket", sock, "split", **here).returncode == 2

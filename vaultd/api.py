@@ -593,7 +593,7 @@ class UndoReply(Reply):
 
 class RememberReply(Reply):
     """`written`: the entry is at `path`:`first`-`last` under `heading`, undone by `op`
-    (`vaultq split --undo OP`); `created`: the capture note is new; `supersedes`: the entry
+    (`vaultq undo OP`); `created`: the capture note is new; `supersedes`: the entry
     or section it changes a value of (path, first, last, heading, `value`: number, day,
     name or negation), marked superseded when it is an entry remembered before. Not
     `written`: the section at `path`:`first`-`last` (`heading`, null for a note's opening)
@@ -911,7 +911,7 @@ class Operations:
         remembered before is counted, `seen`; `force` writes it all the same). An entry that changes a value of
         one (a number, a day, a name, a negation) supersedes it: the older entry is marked, and search shows it
         after the newer one. Each entry carries its time, source, session and tags. Off unless the user set
-        `[capture] folder`; the user undoes an entry (and what it marked) with `vaultq split --undo OP`. The
+        `[capture] folder`; the user undoes an entry (and what it marked) with `vaultq undo OP`. The
         entry is searchable when the answer comes."""
         return self.vault.capture.remember(req.text, req.tags, req.source, req.session, req.force)
 

@@ -204,7 +204,7 @@ def _check_setup(cfg: Config, loaded: list[Config], config_path) -> bool:
         "propose": "vaultd never writes into the vault on its own; `vaultq split --list` proposes",
         "off": "vaultd never writes into the vault on its own"}[cfg.split.mode])
     click.echo("capture:   " + (f"on: an agent's `remember` appends to the day's capture note in {cfg.capture.folder}/ "
-                                "(undo: `vaultq split --undo OP`)" if cfg.capture.folder else
+                                "(undo: `vaultq undo OP`)" if cfg.capture.folder else
                                 "off: `remember` is refused ([capture] folder turns it on)"))
     if want := cfg.split.host or cfg.capture.host:  # a synced vault: one machine writes
         elsewhere = cfg.writes_elsewhere()

@@ -317,10 +317,10 @@ def _remember(res: dict) -> str:
         sup = res.get("supersedes")
         was = f" It supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['value']} changed)." if sup else ""
         return (f"Remembered: {where}{made}, entry {res['heading']}; the user can undo it with "
-                f"`vaultq split --undo {res['op']}` (generation {res['generation']}).{was}")
+                f"`vaultq undo {res['op']}` (generation {res['generation']}).{was}")
     if res.get("seen"):
         return (f"Already remembered: {where} (entry {res['heading']}); counted, seen {res['seen']} times now "
-                f"(undo: `vaultq split --undo {res['op']}`).")
+                f"(undo: `vaultq undo {res['op']}`).")
     section = f"section “{res['heading']}”" if res["heading"] else "its opening"
     return (f"Not written: the vault already holds this. {where} ({section}) has {res['overlap']:.0%} of its "
             "keywords; read it there, or remember only what is new (call remember again with force: true to "

@@ -591,10 +591,10 @@ def _run_split(c: Session, args) -> int:
         for it in res["split"]:
             if it.get("stale"):
                 print(f"{it['note']} was saved whole again: removed the parts it duplicated "
-                      f"(undo: vaultq split --undo {it['op']})")
+                      f"(undo: vaultq undo {it['op']})")
                 continue
             print(f"split {it['note']} into {len(it['parts'])} parts, {it['rewritten']} links rewritten "
-                  f"(undo: vaultq split --undo {it['op']})")
+                  f"(undo: vaultq undo {it['op']})")
         for it in res["skipped"]:
             print(f"skipped {it['note']}: {it['why']}", file=sys.stderr)
         if not res["split"]:
@@ -605,7 +605,7 @@ def _run_split(c: Session, args) -> int:
         sys.stdout.write(res["diff"])
     else:
         print(f"split {res['note']} into {len(res['parts'])} parts, {res['rewritten']} links rewritten "
-              f"(undo: vaultq split --undo {res['op']})")
+              f"(undo: vaultq undo {res['op']})")
         for p in res["parts"]:
             print(f"  {p}")
     return EXIT_OK
@@ -848,12 +848,12 @@ def _run_remember(c: Session, args) -> int:
         print(json.dumps(res, ensure_ascii=False))
     elif res["written"]:
         print(f"remembered in {where}{' (a new capture note)' if res['created'] else ''} "
-              f"(undo: vaultq split --undo {res['op']})")
+              f"(undo: vaultq undo {res['op']})")
         if sup := res.get("supersedes"):
             print(f"supersedes {sup['path']}:{sup['first']}-{sup['last']} (a {sup['value']} changed)")
     elif res.get("seen"):
         print(f"already remembered: {where} “{res['heading']}”, seen {res['seen']} times now "
-              f"(undo: vaultq split --undo {res['op']})")
+              f"(undo: vaultq undo {res['op']})")
     else:
         section = f"“{res['heading']}”" if res["heading"] else "its opening"
         print(f"not written: {where} {section} already holds {res['overlap']:.0%} of its keywords "

@@ -22,7 +22,7 @@ vault's write lock:
      front matter; a regular file), under a heading of its own; every file is written
      through journal.append or journal.edit: journaled and fsynced first, each file as it
      was read or not at all, indexed before the answer;
-  3. `vaultq split --undo OP` takes out exactly that entry, and puts back what it marked
+  3. `vaultq undo OP` takes out exactly that entry, and puts back what it marked
      or counted (journal.undo).
 Only the vaultd holding the writer lock writes; the others answer what is already known
 and refuse the rest.
@@ -152,7 +152,7 @@ class Capturer:
             except (SplitError, OSError) as e:
                 raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) \
                     from None
-        logger.info("remembered %d bytes from %s in %s:%d-%d (undo: vaultq split --undo %s)",
+        logger.info("remembered %d bytes from %s in %s:%d-%d (undo: vaultq undo %s)",
                     len(text.encode()), source, res["path"], res["first"], res["last"], res["op"])
         return res
 
@@ -226,7 +226,7 @@ class Capturer:
             raise QueryError(f"remember: {e}" + ("" if "nothing was" in str(e) else "; nothing was written")) from None
         self.writer.wrote([found.path], user)
         seen = found.entry.seen + 1
-        logger.info("remembered again (%d times) %s:%d (undo: vaultq split --undo %s)", seen, found.path, found.first,
+        logger.info("remembered again (%d times) %s:%d (undo: vaultq undo %s)", seen, found.path, found.first,
                     done["op"])
         return {"written": False, **found.answer(), "last": found.first + marked.count(b"\n"), "op": done["op"],
                 "created": False, "seen": seen, "supersedes": None, "generation": self.core.generation}

@@ -169,7 +169,7 @@ class Splits:
         self.kept_whole.pop(path, None)  # split by hand: the undo no longer speaks for it
         self.done[path] = entry["op"]
         core.state.grew(path, None)
-        logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq split --undo %s)",
+        logger.info("split %s: %s into %d parts, %d links rewritten (undo: vaultq undo %s)",
                     entry["op"], path, len(plan.parts), plan.rewritten, entry["op"])
         return {**result, "op": entry["op"], "dry_run": False}
 
@@ -267,7 +267,7 @@ class Splits:
             return
         if folder := core.config.capture.folder:
             logger.warning("agent capture is on: `remember` appends agents' entries to the day's capture note in %s/ "
-                           "(each undoable: `vaultq split --undo OP`); unset [capture] folder to turn it off", folder)
+                           "(each undoable: `vaultq undo OP`); unset [capture] folder to turn it off", folder)
         over = sum(1 for n in core.notes.values() if n.size > cfg.threshold)
         if cfg.mode == "off":
             logger.info("auto-split is off: vaultd writes nothing into the vault (%d notes over %d bytes; "
@@ -280,7 +280,7 @@ class Splits:
             grown = sum(1 for p in core.state.state.grown if (n := core.notes.get(p)) and n.size > cfg.threshold)
             logger.warning("auto-split is on: a note that grows past %d bytes is split into a hub and parts once quiet "
                            "for %.0f s, one that grew while vaultd was stopped too (%d now: `vaultq split --list` "
-                           "marks them auto; undo: `vaultq split --undo OP`, or `--undo --all`). Notes over it when "
+                           "marks them auto; undo: `vaultq undo OP`, or `vaultq undo --all`). Notes over it when "
                            "vaultd first saw them are left as they are: %d are proposed (`vaultq split --all` applies "
                            "them). `--split propose` or `off` turns this off",
                            cfg.threshold, cfg.quiet, grown, over - grown)
@@ -355,7 +355,7 @@ class Splits:
         core.state.grew(path, None)
         logger.warning("%s was saved with the text of its parts (an editor's buffer from before split %s): the user's "
                        "save wins; removed the %d parts it duplicated and put back %d rewritten notes "
-                       "(%s; undo: vaultq split --undo %s)", path, op, sum(c.after is None for c in plan.changes),
+                       "(%s; undo: vaultq undo %s)", path, op, sum(c.after is None for c in plan.changes),
                        sum(c.after is not None for c in plan.changes), entry["op"], entry["op"])
         return entry["op"]
 
