@@ -166,7 +166,7 @@ def first_index_held(make_daemon, tmp_path, notes: int = 400):
         return len(stopped) >= 2
 
     try:
-        wait_for(hold, timeout=30, interval=0.002)
+        wait_for(hold, interval=0.002)
         yield d
     finally:
         for pid in stopped:

@@ -187,7 +187,7 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
     """The first index held still (its parse workers stopped, SIGSTOP): the socket, vaultq,
     a hook and the MCP tools each say the index is still being built; vaultq exits 4."""
     with first_index_held(make_daemon, tmp_path) as d:
-        st = wait_for(lambda: _status(d), timeout=20, interval=0.05)
+        st = wait_for(lambda: _status(d), interval=0.05)
         assert st["indexing"] is True and st["reconciled"] is False
         assert st["progress"]["total"] == 400 and st["progress"]["done"] < 400
         res = d.request("search", q="quokka")
@@ -195,14 +195,14 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
         sock = str(d.socket)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "search", "quokka"],
-                           capture_output=True, text=True, timeout=30, env=env, cwd=tmp_path)
+                           capture_output=True, text=True, timeout=DEADLINE, env=env, cwd=tmp_path)
         assert r.returncode == 4 and "still building its first index" in r.stderr and "of 400 files read" in r.stderr
         r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "backlinks", "n3"],
-                           capture_output=True, text=True, timeout=30, env=env, cwd=tmp_path)
+                           capture_output=True, text=True, timeout=DEADLINE, env=env, cwd=tmp_path)
         assert r.returncode == 4 and "still building its first index" in r.stderr, r.stderr
         r = subprocess.run([sys.executable, "-m", "vaultd.vaultq", "--socket", sock, "hook", "prompt"],
                            input='{"session_id":"s","cwd":"/","hook_event_name":"UserPromptSubmit","prompt":"quokka"}',
-                           capture_output=True, text=True, timeout=30, env=env, cwd=tmp_path)
+                           capture_output=True, text=True, timeout=DEADLINE, env=env, cwd=tmp_path)
         assert r.returncode == 4 and "still building its first index" in r.stderr
 
         async def steps(c):
@@ -212,7 +212,7 @@ def test_before_the_first_index_completes_every_answer_says_so(make_daemon, tmp_
         assert not search.is_error and search.structured_content["indexing"] is True
         assert search.content[0].text.startswith("Note: vaultd is still building its first index of this vault (")
         assert backlinks.is_error and "still building its first index" in backlinks.content[0].text
-    st = wait_for(lambda: (s := _status(d)) and s["reconciled"] and s, timeout=30, interval=0.05)
+    st = wait_for(lambda: (s := _status(d)) and s["reconciled"] and s, interval=0.05)
     assert st["indexing"] is False and "progress" not in st and st["notes"] == 400
     assert "indexing" not in d.request("search", q="quokka")
 

@@ -77,12 +77,14 @@ class Analyser:
         self.proc: subprocess.Popen | None = None
         self.timer: threading.Timer | None = None
         self.missing = importlib.util.find_spec("kiwipiepy") is None
-        if self.missing:
-            logger.info("Korean words are matched less their particles only: install the korean extra "
-                        "(pip install 'vaultd[korean]') to match them by their stems too (미룬다: 미루는)")
+        self.said = False
 
     def tokenize(self, word: str) -> list[tuple[str, str, int]] | None:
         if self.missing:
+            if not self.said:  # once, at the first Hangul word: an English vault never hears of it
+                self.said = True
+                logger.info("Korean words are matched less their particles only: install the korean extra "
+                            "(pip install 'vaultd[korean]') to match them by their stems too (미룬다: 미루는)")
             return None
         with self.lock:
             if self.timer is not None:
