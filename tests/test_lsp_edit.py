@@ -316,6 +316,134 @@ def test_a_wikilink_in_a_denote_vault_makes_a_denote_note_it_then_leads_to(make_
     assert res["path"] == path.name and d.request("broken")["broken"] == []
 
 
+# -- code actions: a plain mention of a note's title made a link -----------------------------
+
+KO = "20251101T120000--가치관과-선택__철학.md"
+M_MD = ("# M\n\nSee [[b]] first.\nReading deep work today with AI, and the deep work rules too.\n"
+        "In code `deep work` and [[Deep work]] linked, [plain note](Plain%20Note.md) too.\n\n"
+        "```\ndeep work\n```\n나는 가치관과 선택을 생각한다.\n")
+MENTIONED = {"Deep work.md": "# Deep work\n\nDeep work is focus.\n", "Deep Work Rules.md": "# Deep Work Rules\n",
+             KO: "---\ntitle: 가치관과 선택\n---\n\n본문.\n", "AI.md": "# AI\n", "m.md": M_MD}
+NOTHING = t.CodeActionContext(diagnostics=[])
+
+
+async def actions(s: Session, rel: str, start: t.Position, end: t.Position | None = None,
+                  context: t.CodeActionContext = NOTHING) -> list[t.CodeAction]:
+    got = await s.c.text_document_code_action_async(t.CodeActionParams(
+        text_document=s.doc(rel), range=t.Range(start=start, end=end or start), context=context))
+    return got or []
+
+
+def linked(text: str, *picked: t.CodeAction) -> str:
+    """`text` with the edits of these actions applied (each an edit of one buffer)."""
+    return applied(text, [e for a in picked for es in edits_of(a.edit).values() for e in es])
+
+
+def test_link_a_title_mentioned_in_markdown_then_it_is_a_link_to_the_note(make_daemon, rv):
+    write(rv, MENTIONED)
+    d = make_daemon(rv)
+
+    async def steps(s: Session):
+        s.open("m.md")
+        s.open("Deep work.md")
+        on = {
+            "deep work": await actions(s, "m.md", at(M_MD, 3, "deep work")),
+            "rules": await actions(s, "m.md", at(M_MD, 3, "rules")),
+            "deep work rules": await actions(s, "m.md", at(M_MD, 3, "deep work rules")),
+            "선택": await actions(s, "m.md", at(M_MD, 9, "선택")),
+            "AI": await actions(s, "m.md", at(M_MD, 3, "AI")),
+            "AI selected": await actions(s, "m.md", at(M_MD, 3, "AI", 0), at(M_MD, 3, "AI", 2)),
+            "code span": await actions(s, "m.md", at(M_MD, 4, "deep work")),
+            "link": await actions(s, "m.md", at(M_MD, 4, "Deep work]]")),
+            "md link": await actions(s, "m.md", at(M_MD, 4, "plain note")),
+            "fence": await actions(s, "m.md", at(M_MD, 7, "deep work")),
+            "own title": await actions(s, "Deep work.md", t.Position(line=2, character=2)),
+            "quick fixes only": await actions(s, "m.md", at(M_MD, 3, "deep work"), context=t.CodeActionContext(
+                diagnostics=[], only=[t.CodeActionKind.QuickFix])),
+        }
+        return on
+
+    on = lsp(rv, steps, str(d.socket))
+    titles = {k: [a.title for a in v] for k, v in on.items()}
+    assert titles["deep work"] == ['Link "Deep work"']
+    assert titles["rules"] == ['Link "Deep Work Rules"']
+    assert titles["deep work rules"] == ['Link "Deep Work Rules"', 'Link "Deep work"']  # longest first
+    assert titles["선택"] == ['Link "가치관과 선택"']
+    assert titles["AI"] == [] and titles["AI selected"] == ['Link "AI"']  # one short word: only selected
+    for none in ("code span", "link", "md link", "fence", "own title", "quick fixes only"):
+        assert titles[none] == [], (none, titles[none])
+    assert all(a.kind == t.CodeActionKind.RefactorRewrite for v in on.values() for a in v)
+    (deep,), (ko,) = on["deep work"], on["선택"]
+    rules = on["deep work rules"][0]
+    text = linked(M_MD, deep, ko)
+    # this note writes [[wikilinks]]: the text as written is the label where it is not the name
+    assert text.split("\n")[3] == "Reading [[Deep work|deep work]] today with AI, and the deep work rules too."
+    assert text.split("\n")[9] == f"나는 [[{KO[:-3]}|가치관과 선택]]을 생각한다."  # the particle stays out
+    assert linked(M_MD, rules).split("\n")[3].endswith("the [[Deep Work Rules|deep work rules]] too.")
+    g = d.status()["generation"]
+    (rv / "m.md").write_text(text)
+    d.wait_generation(g)
+    wait_for(lambda: not [x for x in d.request("broken")["broken"] if x["path"] == "m.md"])
+    for target in ("Deep work.md", KO):
+        assert "m.md" in {b["path"] for b in d.request("backlinks", note=target)["backlinks"]}, target
+
+
+def test_link_a_title_mentioned_in_org_and_in_plain_markdown(make_daemon, rv):
+    org_name = "20240105T090000--plain-note-ideas.org"
+    org = "#+title:      Plain Note ideas\n\n* Notes\nAbout the target note and Plain Note.\n"
+    fm = "---\ntitle: Plain Note again\n---\n\nSee plain note.\n"
+    write(rv, {org_name: org, "fm.md": fm})
+    d = make_daemon(rv)
+
+    async def steps(s: Session):
+        s.open(org_name)
+        s.open("fm.md")
+        on = {"denote": await actions(s, org_name, at(org, 3, "target")),
+              "file": await actions(s, org_name, at(org, 3, "Plain Note")),
+              "keyword": await actions(s, org_name, at(org, 0, "Plain Note")),
+              "front matter": await actions(s, "fm.md", at(fm, 1, "Plain Note")),
+              "plain": await actions(s, "fm.md", at(fm, 4, "plain note"))}
+        (rv / ".obsidian").mkdir()  # an Obsidian vault: a note with no link of its own writes wikilinks
+        on["obsidian"] = await actions(s, "fm.md", at(fm, 4, "plain note"))
+        (rv / ".obsidian").rmdir()
+        return on
+
+    on = lsp(rv, steps, str(d.socket))
+    assert [a.title for a in on["denote"]] == ['Link "Target Note"']
+    assert [a.title for a in on["file"]] == ['Link "Plain Note"']
+    assert on["keyword"] == [] and on["front matter"] == []
+    org_text = linked(org, on["denote"][0], on["file"][0])
+    assert org_text.split("\n")[3] == ("About the [[denote:20240101T100000][target note]] and "
+                                       "[[file:Plain Note.md][Plain Note]].")
+    # a Markdown note with no link of its own, in a vault with no .obsidian: a Markdown link, its text the label
+    fm_text = linked(fm, *on["plain"])
+    assert fm_text.split("\n")[4] == "See [plain note](Plain%20Note.md)."
+    assert linked(fm, *on["obsidian"]).split("\n")[4] == "See [[Plain Note|plain note]]."
+    g = d.status()["generation"]
+    (rv / org_name).write_text(org_text)
+    (rv / "fm.md").write_text(fm_text)
+    d.wait_generation(g)
+    wait_for(lambda: {b["path"] for b in d.request("backlinks", note="Plain Note.md")["backlinks"]} >= {org_name, "fm.md"})
+    assert org_name in {b["path"] for b in d.request("backlinks", note=TARGET)["backlinks"]}
+    assert not [x for x in d.request("broken")["broken"] if x["path"] in (org_name, "fm.md")]
+
+
+def test_the_mentions_op_follows_the_notes_as_they_come_and_go(make_daemon, rv):
+    d = make_daemon(rv)
+    line = "a fresh idea and the target note"
+    assert [m["path"] for m in d.request("mentions", text=line, col=4)["mentions"]] == []
+    assert d.request("mentions", text=line, col=24)["mentions"] == [{
+        "col": 22, "end_col": 33, "text": "target note", "path": TARGET, "title": "Target Note", "alias": None,
+        "id": "20240101T100000"}]
+    assert d.request("mentions", text=line, col=24, **{"from": TARGET})["mentions"] == []  # not its own
+    g = d.status()["generation"]
+    write(rv, {"Fresh Idea.md": "# Fresh Idea\n"})
+    (rv / "Plain Note.md").unlink()
+    d.wait_generation(g)
+    assert [m["path"] for m in d.request("mentions", text=line, col=4)["mentions"]] == ["Fresh Idea.md"]
+    assert d.request("mentions", text="the plain note", col=6)["mentions"] == []
+
+
 # -- completion, identity ------------------------------------------------------------------
 
 

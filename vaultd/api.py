@@ -141,6 +141,19 @@ class Resolve(Request, tag="resolve"):
                     "`link` is a line of text: resolve the link at this 1-based character column of it") = None
 
 
+class Mentions(Request, tag="mentions"):
+    text: _described(Annotated[str, msgspec.Meta(max_length=65536)],
+                     "A line of text (an editor's line at its cursor)") = ""
+    col: _described(Annotated[int, msgspec.Meta(ge=1)] | None,
+                    "The cursor: only the mentions that hold the character at this 1-based column of `text`") = None
+    end_col: _described(Annotated[int, msgspec.Meta(ge=1)] | None,
+                        "With `col`, a selection: the text from `col` to this column (end exclusive), when it is "
+                        "a note's name") = None
+    from_: _described(NoteName | None, "The note the text is written in (its path): its own name is no mention "
+                                       "of another") = msgspec.field(default=None, name="from")
+    limit: _described(Annotated[int, msgspec.Meta(ge=1, le=100)], "At most this many mentions (default 5)") = 5
+
+
 class Context(Request, tag="context"):
     q: _described(str, "What it is about: words, as for search (empty: the HOT notes' openings only)")
     budget: _described(Annotated[int, msgspec.Meta(ge=1, le=10_000_000)], "At most this much, in `unit`") = 2000
@@ -416,6 +429,16 @@ class ResolveReply(Reply):
     broken: str | None
     candidates: list[str]
     url: str | None
+
+
+class MentionsReply(Reply):
+    """Each mention: `col` and `end_col` (1-based characters of `text`, end exclusive), the
+    `text` written there, the note it names (`path`, `title`, Denote `id`), and `alias` when
+    it names the note by that alias; longest first. `more`: there were more than `limit`."""
+
+    mentions: list[dict]
+    more: bool
+    from_: str | None = msgspec.field(name="from")
 
 
 class ContextReply(Reply):
@@ -725,6 +748,15 @@ class Operations:
         or block it points into, or why it is broken (with the candidates of an ambiguous name). The link is
         read as written in the `from` note, or at the cursor `col` of a line of text."""
         return {**self.vault.link_graph.resolve(req.link, req.from_, req.col), "vault": str(self.vault.root)}
+
+    @replies(MentionsReply)
+    def mentions(self, req: Mentions) -> dict:
+        """Plain mentions of notes' titles and aliases in a line of text, for an editor to make links of: runs
+        of whole words (a Korean word's particle aside) equal to a name, case and spacing aside, each with
+        the note it names; those that hold the cursor `col` (a name of one word: at least 3 characters),
+        longest first, or the selection `col`..`end_col` when it is a name; never the `from` note's own. One
+        look-up per run of words around the cursor, however big the vault."""
+        return self.vault.titles.mentions(req.text, req.col, req.end_col, req.from_, req.limit)
 
     @replies(ContextReply)
     def context(self, req: Context) -> dict:

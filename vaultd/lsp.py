@@ -24,7 +24,9 @@ it leads is asked of the daemon.
   buffers are brought to the files written. workspace/willRenameFiles: a note's file
   renamed by the editor gets the links to it rewritten (edits the editor applies).
 - code actions: `Create note NAME` on a broken link (the editor makes it, in the vault's
-  naming convention); a disagreeing Denote identifier keyword set to the file name's.
+  naming convention); a disagreeing Denote identifier keyword set to the file name's;
+  `Link "Title"` on a plain mention of a note's title or alias (the daemon's `mentions`),
+  made a link in the buffer's own syntax.
 - hover: the target's title, tags and first lines; document symbols: the buffer's
   headings; workspace symbols: a search.
 
@@ -83,7 +85,9 @@ from .note import Heading, Link, headings_of
 from .parse import parse_lines
 from .paths import pick_socket, read_head
 from .parse.denote import IDENTIFIER, TEXT_SUFFIX, denote_slug, mismatch, parse_name
-from .parse.syntaxes import DENOTE, INTERNAL, NO_IDENTIFIER, NO_NOTE, NOT_NOTES, ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
+from .parse.links import extract
+from .parse.syntaxes import DENOTE, INTERNAL, MARKDOWN_LINK, MARKDOWN_OR_WIKI, NO_IDENTIFIER, NO_NOTE, NOT_NOTES, \
+    ORG_FILE, TYPED, WIKI, WITHIN_SOURCE
 from .render import still_indexing
 
 logger = logging.getLogger("vaultd.lsp")
@@ -1590,14 +1594,36 @@ def new_note(ls: VaultServer, buf: Buffer, link: Link) -> tuple[str, str] | None
 
 
 def code_actions(ls: VaultServer, params: t.CodeActionParams):
-    """On a broken link (in the range asked), `Create note NAME`: the note it names, made by
-    the editor (a CreateFile and its text), so that the link leads there once saved. On a
-    Denote note's identifier keyword that disagrees with its file name, the keyword fixed to
-    the file name's identifier."""
+    """On a broken link (in the range asked), `Create note NAME` (see create_note_actions). On
+    a Denote note's identifier keyword that disagrees with its file name, the keyword fixed to
+    the file name's identifier. On a plain mention of a note's title (the cursor on it, or
+    the selection), `Link "Title"` (see link_actions). Only the kinds the client asks for
+    (`context.only`): the first two are quick fixes, the links rewrites."""
     buf = ls.buffer(params.text_document.uri)
     if buf is None:
         return None
     first, last = params.range.start.line, params.range.end.line
+    only = params.context.only if params.context else None
+    out: list[t.CodeAction] = []
+    if _wanted(only, t.CodeActionKind.QuickFix):
+        out += create_note_actions(ls, buf, first, last)
+        fix = identity_fix(ls, buf, first, last)
+        out += [fix] if fix else []
+    if _wanted(only, t.CodeActionKind.RefactorRewrite):
+        out += link_actions(ls, buf, params.range)
+    return out
+
+
+def _wanted(only: list[str] | None, kind: str) -> bool:
+    """Whether actions of `kind` are asked for: all are, unless the client names the kinds it
+    wants (a kind asks for its sub-kinds too: `refactor` for `refactor.rewrite`)."""
+    return only is None or any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def create_note_actions(ls: VaultServer, buf: Buffer, first: int, last: int) -> list[t.CodeAction]:
+    """`Create note NAME` on each broken link between lines `first` and `last`: the note it
+    names, made by the editor (a CreateFile and its text), so that the link leads there
+    once saved."""
     out: list[t.CodeAction] = []
     for link in buf.links:
         a, _, c, _ = buf.span(link)
@@ -1618,8 +1644,126 @@ def code_actions(ls: VaultServer, params: t.CodeActionParams):
                 t.CreateFile(uri=uri, options=t.CreateFileOptions(overwrite=False, ignore_if_exists=True)),
                 t.TextDocumentEdit(text_document=t.OptionalVersionedTextDocumentIdentifier(uri=uri, version=None),
                                    edits=[t.TextEdit(range=_at_line(1), new_text=text)])])))
-    fix = identity_fix(ls, buf, first, last)
-    return out + ([fix] if fix else [])
+    return out
+
+
+# -- code actions: a plain mention of a note's title made a link
+
+MENTIONS = 5
+"""`Link "Title"` actions offered at most at one place (longest mention first)."""
+AROUND = 1000
+"""Characters of the line on each side of the cursor (or selection) sent to the daemon: a
+title is at most 200 (query/mentions.LONGEST), and a 5 MB line costs what a short one does."""
+
+
+def link_actions(ls: VaultServer, buf: Buffer, rng: t.Range) -> list[t.CodeAction]:
+    """`Link "Title"`: the plain text under the cursor (or the selection, on one line) that
+    is a note's title or alias, made a link to that note in this buffer's syntax (see
+    link_forms), the text as written kept as the link's label where it differs from what
+    the link shows. Which titles, the daemon says (its `mentions` op: whole words, longest
+    first, not the buffer's own title); here a mention is dropped when it overlaps a link,
+    or when the link written there would not be read as one (code, front matter, a keyword
+    line: vaultd's parser reads the line as it would be), or would not lead to that note
+    (the daemon's `resolve`, from this buffer)."""
+    line = rng.start.line
+    if line != rng.end.line or line >= len(buf.lines) or (not buf.org and line in keyword_lines(buf)):
+        return []
+    text = buf.lines[line]
+    a, b = to_char(ls.encoding, text, rng.start.character), to_char(ls.encoding, text, rng.end.character)
+    if (a == b and buf.link_at(line, a) is not None) or b - a > AROUND:
+        return []
+    lo, hi = max(0, a - AROUND), min(len(text), b + AROUND)
+    while 0 < lo and not text[lo - 1].isspace() and lo > a - 2 * AROUND:  # not from inside a word
+        lo -= 1
+    while hi < len(text) and not text[hi].isspace() and hi < b + 2 * AROUND:
+        hi += 1
+    args = {"text": text[lo:hi], "col": a - lo + 1, "from": buf.path, "limit": MENTIONS}
+    if b > a:
+        args["end_col"] = b - lo + 1
+
+    def work(s: Session) -> list[t.CodeAction]:
+        found = s.request("mentions", **args)["mentions"]
+        titles = [m["title"] for m in found]
+        out = []
+        for m in found:
+            start, end = lo + m["col"] - 1, lo + m["end_col"] - 1
+            if _over_link(buf, line, start, end):
+                continue
+            written = next((w for w in link_forms(buf, m) if _leads(s, buf, line, start, end, w, m["path"])), None)
+            if written is not None:
+                out.append(_link_action(ls, buf, line, start, end, written, m, titles.count(m["title"]) > 1))
+        return out
+
+    return ls.asked(buf.path, work, failed=[]) or []
+
+
+def _over_link(buf: Buffer, line: int, start: int, end: int) -> bool:
+    """Whether characters [start, end) of 0-based `line` overlap one of the buffer's links."""
+    for ln in buf.links:
+        if line - 1 <= ln.line - 1 <= line:  # on this line, or an Org description from the one before
+            a, b, c, d = buf.span(ln)
+            if (a, b) < (line, end) and (line, start) < (c, d):
+                return True
+    return False
+
+
+def wikilinks(buf: Buffer) -> bool:
+    """Whether a new link in this Markdown buffer is a [[wikilink]] rather than a
+    [Markdown](link.md): as most of its own links are written (a tie: wikilinks); with none,
+    wikilinks in an Obsidian vault (a `.obsidian` folder), else Markdown links, which every
+    Markdown tool reads."""
+    written = [ln.raw.lstrip("!").startswith("[[") for ln in buf.links if ln.kind in MARKDOWN_OR_WIKI]
+    if written:
+        return 2 * sum(written) >= len(written)
+    return bool(buf.vault) and os.path.isdir(os.path.join(buf.vault, ".obsidian"))
+
+
+def link_forms(buf: Buffer, m: dict) -> list[str]:
+    """The links to the note a mention `m` names, written as this buffer's links are, the
+    text as written (`m["text"]`) its label: in Org, `[[denote:ID][text]]` for a note with
+    a Denote identifier, then `[[file:path][text]]`; in Markdown, `[[Name]]` (`[[Name|text]]`
+    when the text is not the name) by file name, then by path, where wikilinks are written
+    (see wikilinks), and `[text](path.md)`, relative to the buffer. The first that leads to
+    the note is used (see link_actions)."""
+    path, text = m["path"], m["text"]
+    rel = os.path.relpath(path, os.path.dirname(buf.path)).replace(os.sep, "/")
+    if buf.org:
+        return ([DENOTE.write(m["id"], text)] if m.get("id") else []) + [ORG_FILE.write(rel, text)]
+    forms: list[str] = []
+    if wikilinks(buf):
+        whole = os.path.relpath(path, buf.vault).replace(os.sep, "/") if buf.vault else rel
+        for name in (Path(whole).name, whole):
+            name = os.path.splitext(name)[0] if name.endswith(NOTE_SUFFIXES) else name
+            if WIKI.cannot_name(name) is None:
+                forms.append(WIKI.write(name, None if text == name else text))
+    return list(dict.fromkeys(forms + [MARKDOWN_LINK.write(rel, text)]))
+
+
+def _leads(s: Session, buf: Buffer, line: int, start: int, end: int, written: str, path: str) -> bool:
+    """Whether `written`, put in place of characters [start, end) of 0-based `line`, is read
+    there as a link by vaultd's parser (not in code, a keyword line or front matter), and the
+    daemon resolves it, from this buffer, to the note at `path`."""
+    text = buf.lines[line]
+    top = keyword_lines(buf).stop + 1 if not buf.org and keyword_lines(buf) else 0  # past front matter
+    # the lines before only say whether this one is in code: their links, which cost most to read, are masked
+    before = [x.replace("[", " ") for x in buf.lines[top:line]]
+    links, _, _ = extract([*before, text[:start] + written + text[end:]], top + 1, buf.org)
+    if not any(ln.line == line + 1 and ln.col == start + 1 and ln.raw == written for ln in links):
+        return False
+    r = s.request("resolve", link=written, **{"from": buf.path})
+    return r["path"] == path and not r["broken"]
+
+
+def _link_action(ls: VaultServer, buf: Buffer, line: int, start: int, end: int, written: str, m: dict,
+                 shared: bool) -> t.CodeAction:
+    """The action `Link "Title"` putting `written` in place of the mention; `Link "text" to
+    "Title"` when it names the note by an alias; with the note's path when another note
+    offered has the same title."""
+    title = f'Link "{m["text"]}" to "{m["title"]}"' if m.get("alias") else f'Link "{m["title"]}"'
+    if shared:
+        title += f" ({os.path.relpath(m['path'], buf.vault) if buf.vault else m['path']})"
+    return t.CodeAction(title=title, kind=t.CodeActionKind.RefactorRewrite,
+                        edit=t.WorkspaceEdit(changes={from_fs_path(buf.path): [_edit(ls, buf, line, start, end, written)]}))
 
 
 def identity_span(buf: Buffer) -> tuple[int, int, int] | None:
@@ -1692,8 +1836,8 @@ def build(socket: str | None = None, vault: str | None = None) -> VaultServer:
     ls.feature(t.WORKSPACE_WILL_RENAME_FILES, t.FileOperationRegistrationOptions(filters=[
         t.FileOperationFilter(scheme="file", pattern=t.FileOperationPattern(glob=f"**/*.{{{','.join(NOTE_FILES)}}}"))
     ]))(off_loop(will_rename_files))
-    ls.feature(t.TEXT_DOCUMENT_CODE_ACTION,
-               t.CodeActionOptions(code_action_kinds=[t.CodeActionKind.QuickFix]))(off_loop(code_actions))
+    ls.feature(t.TEXT_DOCUMENT_CODE_ACTION, t.CodeActionOptions(code_action_kinds=[
+        t.CodeActionKind.QuickFix, t.CodeActionKind.RefactorRewrite]))(off_loop(code_actions))
     ls.feature(t.TEXT_DOCUMENT_COMPLETION,
                t.CompletionOptions(trigger_characters=["[", "#", ":", "*", "^", "(", "/"]))(off_loop(completion))
 

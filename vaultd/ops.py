@@ -140,6 +140,7 @@ OPS = (
         (("--col",), {"type": "col", "metavar": "N",
                       "help": "LINK is a line of text: the link at its 1-based character column N"}),
         JSON, fmt("vimgrep", "emacs", "grep"), NULL), tool=True),
+    Op("mentions"),
     Op("context", Cli(
         "HOT notes and the best sections for QUERY, within a budget, with line ranges",
         (("query",), {"nargs": "*"}),

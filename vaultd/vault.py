@@ -22,6 +22,7 @@ from .memory import keep_big_blocks_apart
 from .parse import conflicts
 from .query.grep import Grepper
 from .query.links import LinkGraph
+from .query.mentions import Titles
 from .query.search import Searcher
 from .query.working_set import WorkingSet
 from .history import History
@@ -77,6 +78,7 @@ class Vault:
         self.searcher = Searcher(core, self.semantic)
         self.grepper = Grepper(core)
         self.link_graph = LinkGraph(core)
+        self.titles = Titles(core)
         self.working_set = WorkingSet(core, self.link_graph, self.searcher)
         self.writer = Writer(core, self.ingest.apply, recover=(journal.recover, capture_journal.recover))
         self.journal = self.writer.journal
@@ -129,6 +131,7 @@ class Vault:
     broken = _Of("link_graph")
     orphans = _Of("link_graph")
     tags = _Of("link_graph")
+    mentions = _Of("titles")
 
     read = _Of("working_set")
     context = _Of("working_set")
