@@ -117,6 +117,19 @@ def wait_for(pred, timeout: float = DEADLINE, interval: float = 0.01):
         time.sleep(interval)  # poll: between two looks at the condition
 
 
+@pytest.fixture(scope="session")
+def kiwi():
+    """The Korean analyser (Kiwi) loaded, as the daemon's warm-up has it a moment after its
+    start: for in-process searches that expect words found by their stems (no query waits
+    for Kiwi to load). Nothing where the korean extra is not installed."""
+    from vaultd.query import korean
+
+    if not korean.ANALYSER.missing:
+        korean.ANALYSER.start()
+        wait_for(lambda: korean.ANALYSER.ready or korean.ANALYSER.proc is None)
+    yield korean.ANALYSER
+
+
 def proc_stat(pid: int) -> list[str]:
     """/proc/PID/stat after the command name: state, ppid, ... (empty when it is gone)."""
     try:

@@ -71,7 +71,7 @@ def test_a_hangul_correction_is_the_nearest_then_most_used_word():
 
 
 @pytest.fixture(scope="module")
-def habits(tmp_path_factory):
+def habits(tmp_path_factory, kiwi):
     """A note that puts things off (`미루는`, `미루기`), and one on the greatest common divisor
     whose title and body hold `최대` (of `최대공약수`) and `대한` (of `~에 대한`): the bigrams of
     `최대한` (as much as possible); and notes about other things `~에 대한`."""
@@ -154,21 +154,74 @@ def test_other_spellings():
 
 def test_kiwi_runs_in_a_process_of_its_own_and_ends_when_idle(monkeypatch):
     """The analyser is a child process (the daemon never holds Kiwi's memory), started by the
-    first word, asked again while it runs, and ended after its idle time."""
+    first word, which does not wait for it to load (it is matched by rule meanwhile); asked
+    again while it runs, and ended after its idle time."""
     from conftest import wait_for
     from vaultd.query import korean
 
     if korean.ANALYSER.missing:
         pytest.skip("kiwipiepy is not installed (the korean extra)")
-    monkeypatch.setattr(korean, "KIWI_IDLE_S", 0.5)
     a = korean.Analyser()
     try:
+        assert a.tokenize("미룬다") is None and a.running and not a.ready, "the first word does not wait for Kiwi"
+        wait_for(lambda: a.ready)
+        monkeypatch.setattr(korean, "KIWI_IDLE_S", 0.5)
         assert ("미루", "VV") in {(f, t.split("-")[0]) for f, t, _ in a.tokenize("미룬다")}
         pid = a.proc.pid
         assert pid != os.getpid() and a.running
         assert a.tokenize("비밀번호를")[0][0] == "비밀" or a.tokenize("비밀번호를")[0][0] == "비밀번호"
         assert a.proc is not None and a.proc.pid == pid, "one process answers while it is used"
         wait_for(lambda: not a.running)
-        assert a.tokenize("최대공약수를") and a.running, "started again by the next word"
+        monkeypatch.setattr(korean, "KIWI_IDLE_S", 120.0)
+        a.start()
+        wait_for(lambda: a.ready)
+        assert a.tokenize("최대공약수를") and a.running, "started again"
     finally:
         a.stop()
+
+
+def test_a_hangul_query_while_kiwi_loads_is_answered_by_rule_and_not_kept(monkeypatch):
+    """While the analyser loads, a word is stripped of its particle by rule (`가치관이` gives
+    `가치관`), and that answer is not kept: once Kiwi answers, the word is its stem."""
+    from conftest import wait_for
+    from vaultd.query import korean
+
+    if korean.ANALYSER.missing:
+        pytest.skip("kiwipiepy is not installed (the korean extra)")
+    a = korean.Analyser()
+    monkeypatch.setattr(korean, "ANALYSER", a)
+    monkeypatch.setattr(korean, "_KNOWN", {})
+    try:
+        assert korean.forms("가치관이") == ("가치관",)
+        assert korean.forms("미룬다") == ("미룬다",), "by rule: no particle to strip"
+        wait_for(lambda: a.ready)
+        assert korean.forms("미룬다") == ("미루",), "Kiwi's stem, once it has loaded"
+    finally:
+        a.stop()
+
+
+def test_the_warm_up_starts_kiwi_where_the_notes_hold_hangul(habits, monkeypatch, tmp_path):
+    """Searcher.warm (the daemon's, at its start) starts the analyser when the index holds
+    a Hangul word; a vault without one never starts it."""
+    from conftest import wait_for
+    from vaultd.query import korean
+
+    if korean.ANALYSER.missing:
+        pytest.skip("kiwipiepy is not installed (the korean extra)")
+    a = korean.Analyser()
+    monkeypatch.setattr(korean, "ANALYSER", a)
+    try:
+        habits.warm()
+        wait_for(lambda: a.ready)
+    finally:
+        a.stop()
+    english = tmp_path / "vault"
+    english.mkdir()
+    (english / "habits.md").write_text("# Habits\n\nPutting things off.\n")
+    v = Vault(Config(vault=str(english), state_dir=str(tmp_path / "state")).load())
+    try:
+        v.reconcile()
+        v.warm()
+        assert not a.running, "no Hangul word in the notes: Kiwi is not started"
+    finally:
+        v.close()

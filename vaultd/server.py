@@ -364,6 +364,8 @@ class Server:
             ix.tend()  # watching, before the first reconcile, so nothing slips between them
         for name, ix in zip(self.labels, self.indexers):
             self._spawn(self._part(ix.run, "indexer" if len(self.vaults) == 1 else f"indexer of {name}"), "indexer")
+        for v in self.vaults:
+            self._spawn(self._warm, "warm", v)
         for name, v, ix in zip(self.labels, self.vaults, self.indexers):
             logger.info(
                 "vaultd %s serving %s%s on %s%s (pid %d, %d notes in the index, %s folders watched)",
@@ -461,6 +463,15 @@ class Server:
                 logger.critical("the %s failed", part, exc_info=True)
                 self._fail(part, f"{type(e).__name__}: {e}")
         return run
+
+    def _warm(self, v: Vault) -> None:
+        """Load ahead what the first searches would each wait for (see Searcher.warm): a
+        failure only leaves that to them."""
+        try:
+            v.warm()
+        except Exception:
+            if not self.should_exit.is_set():
+                logger.warning("loading ahead what searches use failed: the first searches load it", exc_info=True)
 
     def _spawn(self, target, name: str, *args) -> threading.Thread:
         t = threading.Thread(target=target, args=args, name=name, daemon=True)

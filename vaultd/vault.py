@@ -121,6 +121,7 @@ class Vault:
 
     rank = _Of("searcher")
     search = _Of("searcher")
+    warm = _Of("searcher")
     grep = _Of("grepper")
 
     find_note = _Of("link_graph")

@@ -4,10 +4,12 @@ the notes holding a word that starts with it (the index's `words_ko` field,
 store/index.WORDS: `미루는`, `미루기`). Bigrams (query/analysis) stay the fallback: they
 find what no word starts with (`일일노트` in `일일 노트`), and what the analyser reads wrong.
 
-The analyser is Kiwi (kiwipiepy, the `korean` extra), in a process of its own started on
-the first Hangul query (0.4-1 s) and ended after two minutes without one (`Analyser`): its
-240 MB are never the daemon's, and are given back when Korean queries stop; then 0.1-0.3 ms
-a word, each word's analysis kept (4,096 words). Notes are never analysed
+The analyser is Kiwi (kiwipiepy, the `korean` extra), in a process of its own (`Analyser`),
+started ahead by the daemon's warm-up when the index holds Hangul words (or by the first
+Hangul query) and ended after two minutes without one: its 240 MB are never the daemon's,
+and are given back when Korean queries stop. No query waits for it to load (0.4-1 s): a
+word asked meanwhile is stripped of its particle by rule, as without Kiwi. Loaded, 0.1-0.3
+ms a word, each word's analysis kept (4,096 words). Notes are never analysed
 (about 60 KB of Hangul a second: hours at seed scale). Without Kiwi, a word is only
 stripped of a particle by rule (`가치관이` gives `가치관`; `미룬다` stays as it is), which
 measured nearly as well on the dev sets' nouns (Korean anchors MRR +0.032 against +0.033)
@@ -16,7 +18,6 @@ but finds no verb by its stem; the log says once how to install it.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import logging
@@ -25,6 +26,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 
 import tantivy
 
@@ -66,18 +68,71 @@ memory back (about 240 MB); the next Hangul query starts it again (about 1 s).""
 
 
 class Analyser:
-    """Kiwi in a process of its own (`python -m vaultd.query.korean`), started on the first
-    Hangul word to analyse and ended after KIWI_IDLE_S without one: the daemon never holds
-    Kiwi's 240 MB, and a daemon asked no Korean query for two minutes holds none of it.
-    One word a line in, its morphemes as a JSON line out. None for every word where
-    kiwipiepy is not installed (then the log says so, once) or the process fails."""
+    """Kiwi in a process of its own (`python -m vaultd.query.korean`): the daemon never holds
+    Kiwi's 240 MB, and a daemon asked no Korean query for KIWI_IDLE_S holds none of it.
+    Started ahead (`start`: the daemon's warm-up, when the index holds Hangul words) or by
+    the first word to analyse; no query waits for it: until it has loaded (0.4-1 s; 3 s on
+    a busy machine), `tokenize` answers None at once and the word is matched less its
+    particle by rule (see forms). One word a line in, its morphemes as a JSON line out.
+    None for every word where kiwipiepy is not installed (then the log says so, once) or
+    the process fails."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.proc: subprocess.Popen | None = None
-        self.timer: threading.Timer | None = None
+        self.loaded: subprocess.Popen | None = None  # the process once it said it has loaded Kiwi
+        self.last = 0.0  # when a word last asked (time.monotonic)
         self.missing = importlib.util.find_spec("kiwipiepy") is None
         self.said = False
+
+    def start(self) -> None:
+        """Start the process unless it runs (or Kiwi is not installed); returns at once."""
+        if self.missing:
+            return
+        with self.lock:
+            self._start()
+
+    def _start(self) -> None:
+        self.last = time.monotonic()
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "vaultd.query.korean"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+        except OSError as e:
+            logger.warning("the Korean analyser (Kiwi) could not start (%s): words are matched less their "
+                           "particles only", e)
+            return
+        self.proc = proc
+        threading.Thread(target=self._tend, args=(proc,), name="kiwi", daemon=True).start()
+
+    def _tend(self, proc: subprocess.Popen) -> None:
+        """Wait for `proc` to say it has loaded Kiwi, then end it once no word asked for
+        KIWI_IDLE_S."""
+        ok = proc.stdout.readline().strip() == READY
+        with self.lock:
+            if proc is not self.proc:
+                return
+            if not ok:
+                logger.warning("the Korean analyser (Kiwi) ended while loading: words are matched less their "
+                               "particles only")
+                self._end()
+                return
+            self.loaded = proc
+        while True:
+            with self.lock:
+                if proc is not self.proc:
+                    return
+                idle = time.monotonic() - self.last
+                if idle >= KIWI_IDLE_S:
+                    self._end()
+                    return
+            time.sleep(min(KIWI_IDLE_S - idle, 1.0) + 0.01)  # the idle clock, not a wait for work
+
+    @property
+    def ready(self) -> bool:
+        """Whether the process has loaded Kiwi and answers."""
+        return self.loaded is not None and self.loaded is self.proc and self.proc.poll() is None
 
     def tokenize(self, word: str) -> list[tuple[str, str, int]] | None:
         if self.missing:
@@ -87,13 +142,10 @@ class Analyser:
                             "(pip install 'vaultd[korean]') to match them by their stems too (미룬다: 미루는)")
             return None
         with self.lock:
-            if self.timer is not None:
-                self.timer.cancel()
+            self._start()
+            if not self.ready:
+                return None  # loading: this word by rule, now
             try:
-                if self.proc is None or self.proc.poll() is not None:
-                    self.proc = subprocess.Popen([sys.executable, "-m", "vaultd.query.korean"], stdin=subprocess.PIPE,
-                                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                                 encoding="utf-8")
                 self.proc.stdin.write(json.dumps(word) + "\n")
                 self.proc.stdin.flush()
                 line = self.proc.stdout.readline()
@@ -103,9 +155,6 @@ class Analyser:
                 logger.warning("the Korean analyser (Kiwi) ended: %r is matched less its particles only", word)
                 self._end()
                 return None
-            self.timer = threading.Timer(KIWI_IDLE_S, self.stop)
-            self.timer.daemon = True
-            self.timer.start()
             return [tuple(t) for t in json.loads(line)]
 
     def stop(self) -> None:
@@ -114,7 +163,7 @@ class Analyser:
             self._end()
 
     def _end(self) -> None:
-        proc, self.proc = self.proc, None
+        proc, self.proc, self.loaded = self.proc, None, None
         if proc is not None:
             try:
                 proc.stdin.close()  # its end of input: it exits
@@ -132,6 +181,10 @@ class Analyser:
         return self.proc is not None and self.proc.poll() is None
 
 
+READY = '"ready"'
+"""The analyser process's first line, once Kiwi has loaded."""
+
+
 ANALYSER = Analyser()
 
 
@@ -145,20 +198,31 @@ def serve() -> None:
     from kiwipiepy import Kiwi
 
     kiwi = Kiwi(num_workers=-1, load_default_dict=False, load_typo_dict=False, load_multi_dict=False)
+    sys.stdout.write(READY + "\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         tokens = kiwi.tokenize(json.loads(line))
         sys.stdout.write(json.dumps([(t.form, t.tag, t.start) for t in tokens], ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
 
-@functools.lru_cache(maxsize=4096)
+_KNOWN: dict[str, tuple[tuple[str, str, int], ...]] = {}
+KNOWN_MAX = 4096
+"""Words analysed, kept (the first KNOWN_MAX; then the table starts again)."""
+
+
 def _morphemes(word: str) -> tuple[tuple[str, str, int], ...] | None:
     """A word's morphemes as Kiwi reads it: (form, tag less its `-R`/`-I`, where it starts);
-    None without Kiwi (the failures are not kept: the next query asks again)."""
+    None without Kiwi, or while it loads (not kept: the next query asks again)."""
+    if (known := _KNOWN.get(word)) is not None:
+        return known
     tokens = ANALYSER.tokenize(word)
     if tokens is None:
         return None
-    return tuple((form, tag.split("-")[0], start) for form, tag, start in tokens)
+    if len(_KNOWN) >= KNOWN_MAX:
+        _KNOWN.clear()
+    known = _KNOWN[word] = tuple((form, tag.split("-")[0], start) for form, tag, start in tokens)
+    return known
 
 
 def forms(word: str) -> tuple[str, ...]:
@@ -264,6 +328,11 @@ def spellings(searcher: tantivy.Searcher, form: str) -> list[str]:
     in Latin words, found in the index's term dictionary (microseconds a look-up)."""
     others = [w for w in other_spellings(form) if searcher.terms_with_prefix(WORDS, w, limit=1)]
     return [form, *others]
+
+
+def holds_hangul(searcher: tantivy.Searcher) -> bool:
+    """Whether any note holds a Hangul word (the index's word-start field has a term)."""
+    return bool(searcher.terms_with_prefix(WORDS, "", limit=1))
 
 
 def inside_only(searcher: tantivy.Searcher, word: str) -> bool:

@@ -464,6 +464,10 @@ def _claim(folder: Path) -> int:
     raise IndexLocked(f"the index at {folder} is in use by another process (is vaultd running?)")
 
 
+READ_AHEAD = ("term", "fast", "fieldnorm", "idx", "pos")
+"""The kinds of Tantivy's segment files read ahead at a start, in the order queries need them."""
+
+
 class NoteIndex:
     """Owns the Tantivy index in `directory`; the only writer of it."""
 
@@ -603,6 +607,31 @@ class NoteIndex:
         """A Hangul/Han/Kana bigram in any field."""
         return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, f"{f}_ko", gram))
                                             for f in TEXT_FIELDS])
+
+    def read_ahead(self) -> int:
+        """Ask the kernel to read the index's files into its page cache now, in the
+        background (posix_fadvise WILLNEED): term dictionaries, fast fields and norms first,
+        then postings and positions; the stored documents, which searches seldom read,
+        not. The first queries after a start then find them in memory rather than each
+        waiting on the disk for its pages. Nothing is mapped into the daemon by it (its
+        RSS is unchanged). Returns the bytes asked for; 0 where the call does not exist."""
+        if not hasattr(os, "posix_fadvise"):
+            return 0
+        asked = 0
+        for ext in READ_AHEAD:
+            for f in sorted(self.dir.glob(f"*.{ext}")):
+                try:
+                    fd = os.open(f, os.O_RDONLY)
+                except OSError:  # merged away meanwhile
+                    continue
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+                    asked += os.fstat(fd).st_size
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+        return asked
 
     def search(self, query: tantivy.Query, limit: int, by_key: dict[int, Note] | None = None, units: list[tantivy.Query] = (),
                checks: list[list[tantivy.Query]] = (), strict: Callable[[], tantivy.Query] | None = None
