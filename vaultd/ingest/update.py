@@ -125,7 +125,7 @@ def _child_answer(pid: int, r: int, stop: Callable[[], bool] | None) -> bytes | 
 def _graph_saved(path: Path, stamp: graph_file.Stamp, notes: dict[str, Note]) -> int:
     """Build the link graph of `notes` and save it at `path` with `stamp`: the bytes written.
     Done apart (see Ingest._build_graph): the daemon then maps what was saved."""
-    return graph_file.save(path, stamp, Graph(notes, terms).snapshot())
+    return graph_file.save(path, stamp, Graph.snapshot_of(notes, terms))
 
 
 MOVE_S = 10

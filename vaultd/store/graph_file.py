@@ -194,6 +194,14 @@ def _saved_part(table, k) -> tuple[object, memoryview | None]:
 _NONE = object()
 
 
+class _Numbered(dict):
+    """Each key's number, given in order of first use (`table[key]` numbers a new key)."""
+
+    def __missing__(self, k) -> int:
+        n = self[k] = len(self)
+        return n
+
+
 def _by_target(to: array, frm: array, n: int) -> _Column:
     """The column of each record's sources, from (target, source) pairs in order of source."""
     ends = array("q", [0]) * (n + 1)
@@ -230,12 +238,11 @@ def _graph_columns(snap: Snapshot) -> _Graph:
     dest_to = array("i")  # each destination's target record (-1 for none)
     by_obj: dict[int, int] = {}  # id(Dest) -> its position (the snapshot holds every one alive)
     by_value: dict[tuple, int] = {}
-    words: dict[str, int] = {}
-    word = words.setdefault
+    words = _Numbered()  # word -> its number, in order of first use
     codes: dict[str, int] = {}
     outs, deps, anchors = [], [], []
     back_to, back_from = array("i"), array("i")  # (target, source) per note pair linked
-    named: Counter[int] = Counter()  # word * (rows + 1) + target -> the labels naming it with it
+    named_words, named_targets = array("i"), array("i")  # per label's term naming a target: (word, target)
     remaps: dict[int, tuple] = {}  # id(origin) -> (old record -> new, old destination -> new, old word -> new)
     n_links = n_broken = 0
 
@@ -292,7 +299,9 @@ def _graph_columns(snap: Snapshot) -> _Graph:
                         for w in ds)).tobytes())
         pairs, nums = _saved_part(snap.anchor, src)
         if nums is None:
-            ints = [word(x, len(words)) if i % 2 == 0 else pos[x] for i, x in enumerate(pairs)]
+            ints = [0] * len(pairs)
+            ints[::2] = map(words.__getitem__, pairs[::2])
+            ints[1::2] = map(pos.__getitem__, pairs[1::2])
         else:
             origin = snap.anchor.raw.origin
             rec, _, wmap = remap(origin)
@@ -305,17 +314,17 @@ def _graph_columns(snap: Snapshot) -> _Graph:
                 else:
                     w = wmap[old]
                     if w == -1:
-                        w = wmap[old] = word(origin.words[old], len(words))
+                        w = wmap[old] = words[origin.words[old]]
                     ints.append(w)
         anchors.append(_ints(ints))
-        named.update(w * (rows + 1) + t for w, t in zip(ints[::2], ints[1::2]))
+        named_words.extend(ints[::2])
+        named_targets.extend(ints[1::2])
     tables = _lookup_tables(notes, pos)
     word_list = list(words)
     anchor_text: dict[str, array] = {}
-    for code, count in sorted(named.items()):
-        w, t = divmod(code, rows + 1)
+    for (w, t), count in sorted(Counter(zip(named_words, named_targets)).items()):  # the labels naming it so
         anchor_text.setdefault(word_list[w], array("i")).extend((t, count))
-    del named
+    del named_words, named_targets
     return _Graph(_column(outs), _column(deps), _column(anchors), _by_target(back_to, back_from, rows),
                   {t: a.tobytes() for t, a in anchor_text.items()}, dests, word_list, tables, (n_links, n_broken))
 
