@@ -9,11 +9,14 @@
     each twice, taking turns, the faster run of each kept; with the CPU seconds it took;
 (b) query round trip through the socket, per query kind, vs `rg -l` and `grep -rl`;
     also without snippets (as `vaultq search --format paths` asks), for the share they take;
+    and (e)'s mix once warm;
 (c) `vaultq search` process start to exit vs `python -c 'import socket, json'`;
 (d) freshness: a file written -> found by search, over 50 edits;
 (e) the first start after `vaultd index`, then a restart with nothing changed: start -> a search
     answered, reconciled, and the link graph (which backlinks wait for) ready, loaded from
-    where `vaultd index` saved it; the daemon's RSS then (total, and its own: anonymous);
+    where `vaultd index` saved it; the daemon's RSS then (total, and its own: anonymous); then,
+    right away, 60 searches of a mix of words most notes hold (query_mix: one and two common
+    words, Korean), each asked once: what a daemon loads on first use shows there;
 (f) daemon RSS after the index and after 10,000 queries;
 (g) churn: 100 files changed per second for 30 s; then nothing lost and `pending` drained;
 (h) `context` (what an agent asks for) with a 2,000-token budget;
@@ -30,6 +33,7 @@ Needs ../shared/tools/genvault.py for generated vaults; ripgrep where installed.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import platform
@@ -89,6 +93,10 @@ print(sum(1 for p in kept.keys() | fresh.keys() if p not in kept or p not in fre
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def _p(ms: list[float]) -> str:
+    return f"{pct(ms, 50):.1f}/{pct(ms, 95):.1f}/{max(ms):.1f}"
 
 
 def rss_mb(pid: int, kind: str = "VmRSS") -> float:
@@ -174,6 +182,50 @@ def cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a process has used so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def query_mix(files: list[Path], n: int = 60, seed: int = 5) -> list[str]:
+    """`n` distinct searches as people type them, of the words most notes hold (their share
+    of a sample of 2,000 notes): a third one word of the 40 commonest Latin words (of four
+    letters or more), a third two of them, and a third Korean (one or two of the 30
+    commonest Hangul words, as written: particles on) where the vault has Hangul; the rest
+    Latin otherwise. Shuffled, seeded: the same vault gives the same mix."""
+    rnd = random.Random(seed)
+    latin, hangul = collections.Counter(), collections.Counter()
+    for f in rnd.sample(files, min(2000, len(files))):
+        text = f.read_text(encoding="utf-8", errors="replace").lower()
+        latin.update(set(re.findall(r"[a-z]{4,}", text)))
+        hangul.update(set(re.findall("[\uac00-\ud7a3]{2,}", text)))
+    common, korean = [w for w, _ in latin.most_common(40)], [w for w, _ in hangul.most_common(30)]
+    third = n // 3
+    picks: dict[str, None] = {}
+
+    def add(words: list[str], k: int, count: int) -> None:
+        goal = len(picks) + count
+        for _ in range(count * 50):
+            if len(picks) >= goal or not words:
+                return
+            picks.setdefault(" ".join(rnd.sample(words, min(k, len(words)))))
+
+    add(common, 1, third)
+    add(common, 2, third)
+    if korean:
+        add(korean, 1, (n - 2 * third) // 2)
+        add(korean, 2, n - len(picks))
+    add(common, 3, n - len(picks))
+    mix = list(picks)
+    rnd.shuffle(mix)
+    return mix
+
+
+def searched(c, qs: list[str]) -> list[float]:
+    """Each search of `qs` once, in order: its round trip, ms (as (b) asks: ten hits, snippets)."""
+    out = []
+    for q in qs:
+        t = time.perf_counter()
+        c.ask("search", q=q, limit=10)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
 
 
 class Daemon:
@@ -350,6 +402,8 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
     files = [p for p in vault.rglob("*") if p.suffix in (".md", ".org") and p.is_file()]
     mb = sum(p.stat().st_size for p in files) / 2**20
     big = len(files) >= 50_000  # the targets of a big vault (--vault-size 100000)
+    mix = query_mix(files)
+    print(f"{name}: the mix of (e) and (b) (query_mix): " + " | ".join(mix), flush=True)
     for i in range(0, len(files), 1000):  # a warm page cache for everyone (in bites: an argument list has a limit)
         subprocess.run(["cat", *map(str, files[i:i + 1000])], stdout=subprocess.DEVNULL)
     rows = []
@@ -389,11 +443,14 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
         t_reconciled = first.start()
         t_graph = first.graph_ready(t0)
         rss, anon = rss_mb(first.proc.pid), rss_mb(first.proc.pid, "RssAnon")
+        first_qs = searched(first.c, mix)
         first.stop()
         shutil.rmtree(work / "state-new")
         e_rows.append(("(e) first run on a vault never indexed: reconciled / graph ready, s",
                        f"{t_reconciled:.2f} / {t_graph:.2f}", f"RSS {rss:.0f} MB, own (anonymous) {anon:.0f} MB",
                        "", "RSS ≤ 500, own ≤ 300" if big else ""))
+        e_rows.append(("    then the mix's 60 searches, once each: p50/p95/max ms", _p(first_qs), "", "",
+                       "p95 ≤ 40" if big else ""))
     d = Daemon(vault, state, work / "d.sock")
     for what in ("(e) first run after vaultd index", "(e) restart, nothing changed"):
         if what.startswith("(e) restart"):
@@ -402,10 +459,13 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
         t_reconciled = d.start()
         t_graph = d.graph_ready(t0)
         rss0, anon_after_index = rss_mb(d.proc.pid), rss_mb(d.proc.pid, "RssAnon")
+        first_qs = searched(d.c, mix)  # right after it is ready: what it loads on first use shows here
         e_rows.append((f"{what}: answering / reconciled / graph ready, s",
                        f"{d.answering:.2f} / {t_reconciled:.2f} / {t_graph:.2f}",
                        f"RSS {rss0:.0f} MB, own (anonymous) {anon_after_index:.0f} MB", "",
                        "answering ≤ 1.5, graph ≤ 3; RSS ≤ 500, own ≤ 300" if big else "answering ≤ 1.5, graph ≤ 3"))
+        e_rows.append(("    then the mix's 60 searches, once each: p50/p95/max ms", _p(first_qs), "", "",
+                       "p95 ≤ 40" if big else ""))
     # (f) RSS after index: the restart's
 
     # (b) query round trip, per kind
@@ -438,6 +498,11 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
                      f" ({(rg or grep) / pct(bare, 50):.0f}x without snippets)",
                      f"p50 ≤ 10, p95 ≤ 25, ≥ {50 if seed else 20}x rg"))
 
+    # (b) the mix of (e), warm: the 60 asked twice more, the second time measured
+    searched(d.c, mix)
+    warm = searched(d.c, mix)
+    rows.append(("(b) the mix (see below), warm: p50/p95/max ms", _p(warm), "", "", "p95 ≤ 15" if big else ""))
+
     # (j) backlinks of notes picked at random (the link graph is ready by now)
     listed = [n["path"] for n in d.c.ask("list")["notes"]]
     picks = [rnd.choice(listed) for _ in range(400)]
@@ -450,7 +515,7 @@ def bench(args, work: Path, name: str, gen: list[str] | None) -> list[tuple]:
 
     # (h) context, the call an agent makes: the HOT notes and the best sections of the hits,
     # within a budget (no target in the issue; here so that it is watched)
-    ctx_qs = [*kinds["one word"][:2], *kinds["three words"][:2], *kinds["Korean"][:2]]
+    ctx_qs = [*kinds["one word"][:2], *kinds["three words"][:2], *kinds["Korean"][:2], *mix[::6]]
     for q in ctx_qs:
         d.c.ask("context", q=q, budget=2000)
     ct = []
