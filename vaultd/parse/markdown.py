@@ -40,11 +40,59 @@ def split_front_matter(lines: list[str]) -> int:
     return 0
 
 
+_SIMPLE_LINE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_-]*): "  # a key YAML reads as text
+    r"(?:\"([^\"\\]*)\"|'([^']*)'"  # "text" (no escape), 'text'
+    r"|\[((?:[^\W\d_][\w.-]*|\"[^\"\\,]*\")(?:, (?:[^\W\d_][\w.-]*|\"[^\"\\,]*\"))*)?\]"  # [word, "text"]
+    r"|([0-9]{4})-([0-9]{2})-([0-9]{2})"  # a date
+    r"|([^\W\d_](?:[\w .,-]*[\w.,-])?))"  # plain words: a letter first, no indicator, no trailing blank
+)
+"""A front matter line YAML reads in one way we can too: `key: value`, the value a quoted
+text without escapes, a flow list of words or such texts, a date, or plain words."""
+_YAML_WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
+"""Plain words YAML 1.1 reads as a boolean or null, as a key or a value."""
+
+
+def simple_front_matter(lines: list[str]) -> dict | None:
+    """The values of a YAML front matter block (`lines`: from its `---` to its `---`) of
+    nothing but _SIMPLE_LINE lines, as YAML (python-frontmatter) reads them; None when a line
+    is anything else (a nested value, a comment, an escape, a number, a boolean word, an
+    impossible date, a character YAML refuses): YAML reads those. Most notes' front matter
+    is simple, and YAML takes 5x as long as the rest of its note's parse."""
+    if lines[0] != "---" or lines[-1] != "---":
+        return None
+    meta: dict = {}
+    for line in lines[1:-1]:
+        m = _SIMPLE_LINE.fullmatch(line)
+        if m is None or m[1] in _YAML_WORDS or not line.isprintable():
+            return None
+        key, dq, sq, items, year, plain = m[1], m[2], m[3], m[4], m[5], m[8]
+        if dq is not None or sq is not None:
+            meta[key] = dq if dq is not None else sq
+        elif plain is not None:
+            if plain in _YAML_WORDS:
+                return None
+            meta[key] = plain
+        elif year is not None:
+            try:
+                meta[key] = dt.date(int(year), int(m[6]), int(m[7]))
+            except ValueError:
+                return None
+        else:
+            words = items.split(", ") if items else []
+            if any(w in _YAML_WORDS for w in words):
+                return None
+            meta[key] = [w[1:-1] if w.startswith('"') else w for w in words]
+    return meta
+
+
 def front_matter(lines: list[str]) -> tuple[dict, int, str | None]:
     """The front matter's values, the lines it takes, and why it was ignored (None when read)."""
     n = split_front_matter(lines)
     if not n:
         return {}, 0, None
+    if (meta := simple_front_matter(lines[:n])) is not None:
+        return meta, n, None
     try:
         if lines[0].rstrip() == "+++":
             meta = tomllib.loads("\n".join(lines[1 : n - 1]))
