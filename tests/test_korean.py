@@ -53,6 +53,24 @@ def test_a_word_the_notes_hold_is_not_corrected(patterns):
     assert "전량 매도.md" not in _paths(patterns, "전략")
 
 
+def test_a_search_never_waits_for_the_vocabulary_being_built(patterns):
+    """While another thread (the daemon's warm-up) builds the typo vocabulary, a search does not
+    wait for it: the vocabulary it gets meanwhile corrects nothing; once built, it corrects."""
+    import threading
+
+    from conftest import wait_for
+
+    searcher = patterns.searcher
+    searcher._vocab = ({}, None, 0.0)  # as at a start
+    got = []
+    with searcher._vocab_lock:  # being built by another thread
+        asker = threading.Thread(target=lambda: got.append(searcher.vocabulary().correct_hangul("옵져버")))
+        asker.start()
+        wait_for(lambda: got)
+    assert got == [None]
+    assert searcher.vocabulary().correct_hangul("옵져버") == "옵저버"
+
+
 def test_one_jamo_away():
     assert "옵저버" in one_jamo_away("옵져버")  # a medial changed
     assert "패턴" in one_jamo_away("패턱")  # a final changed

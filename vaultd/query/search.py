@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from .embedder import Embedder
 
 
+_NO_WORDS = Vocabulary((), ())
+"""The vocabulary while the first is being built: it corrects nothing."""
+
 COVER_MARGIN = 10
 """Candidates whose share of the words is asked for at first, past the `limit` wanted."""
 
@@ -52,14 +55,18 @@ class Searcher:
         first_h1), aliases and tags, and the Hangul words of their headings, to correct
         typos into (0.4 s to build at 100,000 notes). Built ahead by the warm-up (`warm`),
         else by the first search that needs it; when the notes changed, built again at most
-        once a minute, in the background: no search waits for that (a word it lacks
-        meanwhile is only not corrected)."""
+        once a minute, in the background. No search waits for another's build: a word it
+        lacks meanwhile (all of them, while the first is built) is only not corrected."""
         notes, (built, vocab, at) = self.core.notes, self._vocab
         if vocab is None:
-            with self._vocab_lock:  # the first: built once, by whoever asks first
+            if not self._vocab_lock.acquire(blocking=False):
+                return _NO_WORDS  # the warm-up is building it: this search corrects nothing, now
+            try:  # the first: built here, once
                 if self._vocab[1] is None:
                     self._build_vocabulary()
                 return self._vocab[1]
+            finally:
+                self._vocab_lock.release()
         if built is not notes and time.monotonic() - at > 60 and self._vocab_lock.acquire(blocking=False):
             threading.Thread(target=self._rebuild_vocabulary, name="vocabulary", daemon=True).start()
         return vocab
