@@ -1,6 +1,9 @@
 """Full index time of one vault (`vaultd index`, a fresh state folder each run) with this
-checkout and others, taking turns: wall and CPU seconds (the process and its workers), and
-the index's size. The best of the rounds is kept.
+checkout and others, and raw Tantivy's (bench/run.py's script: each file read and handed
+to Tantivy whole), taking turns: wall and CPU seconds (the process and its workers), the
+link graph's part of the wall time (built and saved, from the index's log), and the
+index's size; each checkout's rate as a share of raw Tantivy's, whole and for the index
+alone. The best of the rounds is kept.
 
     python bench/index_time.py ../shared/corpora/junghan-garden-ko --baseline /tmp/base --rounds 4
     python bench/index_time.py ../shared/corpora/junghan-garden-ko --semantic   # + semantic recall's cost
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -29,21 +33,44 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def index_once(vault: Path, code: Path) -> tuple[float, float, int]:
-    """(wall s, CPU s, index bytes) of one full index of `vault` by the package in `code`."""
+def index_once(vault: Path, code: Path) -> tuple[float, float, int, float]:
+    """(wall s, CPU s, index bytes, link graph s) of one full index of `vault` by the package
+    in `code`; its split mode off (it indexes, it does not write)."""
     state = Path(tempfile.mkdtemp(prefix="it"))
     try:
+        cfg = state / "bench.toml"
+        cfg.write_text('[split]\nmode = "off"\n')
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.monotonic()
-        subprocess.run([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir", str(state),
-                        "--log-level", "warning"], env={**os.environ, "PYTHONPATH": str(code)}, check=True,
-                       stdout=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir",
+                               str(state / "s"), "--config", str(cfg), "--log-level", "info"],
+                              env={**os.environ, "PYTHONPATH": str(code)}, check=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
         wall = time.monotonic() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        return wall, cpu, sum(f.stat().st_size for f in state.rglob("*") if f.is_file())
+        found = re.findall(r"link graph: \d+ links resolved in ([\d.]+) s", done.stderr)
+        return wall, cpu, sum(f.stat().st_size for f in state.rglob("*") if f.is_file()), \
+            float(found[-1]) if found else float("nan")
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def raw_once(vault: Path) -> tuple[float, float]:
+    """(wall s, CPU s) of raw Tantivy indexing `vault` (bench/run.py's RAW_TANTIVY)."""
+    from run import RAW_TANTIVY  # bench/run.py
+
+    out = Path(tempfile.mkdtemp(prefix="raw"))
+    try:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.monotonic()
+        subprocess.run([sys.executable, "-c", RAW_TANTIVY, str(vault), str(out)], check=True,
+                       env={**os.environ, "PYTHONPATH": str(HERE.parent)}, stdout=subprocess.DEVNULL)
+        wall = time.monotonic() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def daemon_cpu(vault: Path, code: Path, semantic: bool) -> tuple[float, dict]:
@@ -92,18 +119,25 @@ def main() -> int:
     try:
         vault = work / Path(args.vault).name
         shutil.copytree(args.vault, vault, symlinks=True)
-        runs: dict[Path, list[tuple[float, float, int]]] = {c: [] for c in codes}
+        runs: dict[Path, list[tuple[float, float, int, float]]] = {c: [] for c in codes}
+        raws: list[tuple[float, float]] = []
         for _ in range(args.rounds):
             for c in codes:
                 runs[c].append(index_once(vault, c))
+            raws.append(raw_once(vault))
         if args.semantic:
             semantic_rows(vault, codes, args.rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{Path(args.vault).name}: best of {args.rounds}")
-    print("| code | wall s | CPU s | index MB |\n|---|---|---|---|")
+    raw_wall, raw_cpu = min(r[0] for r in raws), min(r[1] for r in raws)
+    print(f"{Path(args.vault).name}: best of {args.rounds}; raw Tantivy {raw_wall:.2f} s wall, {raw_cpu:.2f} CPU s")
+    print("| code | wall s | CPU s | of which the link graph s | the index alone s | index MB "
+          "| x raw rate | index alone x raw rate |\n|---|---|---|---|---|---|---|---|")
     for c, rs in runs.items():
-        print(f"| {c} | {min(r[0] for r in rs):.2f} | {min(r[1] for r in rs):.2f} | {rs[0][2] / 1e6:.1f} |")
+        wall, cpu, graph = min(r[0] for r in rs), min(r[1] for r in rs), min(r[3] for r in rs)
+        alone = min(r[0] - r[3] for r in rs)
+        print(f"| {c} | {wall:.2f} | {cpu:.2f} | {graph:.2f} | {alone:.2f} | {rs[0][2] / 1e6:.1f} "
+              f"| {raw_wall / wall:.2f} | {raw_wall / alone:.2f} |")
     return 0
 
 
