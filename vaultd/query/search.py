@@ -17,7 +17,7 @@ import msgspec
 
 from ..note import Note, first_h1, headings_of
 from ..parse import decode
-from ..parse.conflicts import conflict_copy
+from ..parse.conflicts import copies as conflict_copies
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
 from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
@@ -327,7 +327,7 @@ def place_copies(ranked: list[tuple[float, Note]], mode: str) -> tuple[list[tupl
     `[search] conflict_copies` says, and how many were left out. A note and its copies among
     them rank as the best of them: collapse: the note alone (a copy whose note is not among
     them stays: only it holds the words); below: each copy just after its note; hide: no copy."""
-    copies = {n.path: c for _, n in ranked if (c := conflict_copy(n.path)) is not None}
+    copies = conflict_copies(n.path for _, n in ranked)  # a name that cannot be one: passed over by one search
     if not copies:
         return ranked, 0
     if mode == "hide":
