@@ -13,12 +13,14 @@ are not edges.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import operator
 import os
 import posixpath
 import sys
+import signal
 import threading
 import zlib
 from array import array
@@ -53,8 +55,17 @@ class Resolved(msgspec.Struct, frozen=True):
 
 LABEL_CACHE = 100_000
 """Link labels whose terms one graph update keeps at most (a seed-scale vault has 512,000
-labels, 20,700 of them distinct; the terms of each cost 6 us)."""
+labels, 20,700 of them distinct; the terms of each cost 6 us); a build apart (snapshot_of)
+keeps them all (the 100,000-note vault's 116,000: its memory ends with its process)."""
 
+
+SPLIT_MIN = 5_000
+"""Notes from which a build apart (Graph.snapshot_of) resolves in two processes: a fork and
+the child's answer cost milliseconds, its half of 100,000 notes' links 5 seconds."""
+
+_parts_decoder = msgspec.msgpack.Decoder(list[tuple[str, list[Dest], bytes, tuple[str, ...]]])
+"""What the child of Graph._resolve_in_two sends back: (source, its destinations, its lookup
+key codes as saved, its anchor terms), per source."""
 
 _NONE = object()
 _TAKING = threading.Lock()
@@ -358,8 +369,59 @@ class Graph:
         At 100,000 notes those two are 2 million set and counter updates of the build."""
         g = cls(terms=terms)
         g._reverse = False
-        g.update(notes, notes.keys(), (), stop)
+        with g._lock:
+            g.notes = notes
+            for n in notes.values():
+                g._index(n)
+            sources = sorted((posixpath.dirname(p), p) for p in notes)
+            if len(sources) >= SPLIT_MIN and hasattr(os, "fork") and threading.active_count() == 1:
+                g._resolve_in_two(notes, sources, stop)
+            else:
+                g._resolve_sources(notes, sources, stop)
         return g.snapshot()
+
+    def _resolve_in_two(self, notes: dict[str, Note], sources: list[tuple[str, str]],
+                        stop: Callable[[], bool] | None) -> None:
+        """_resolve_sources in two processes: the second half of `sources` in a child forked
+        for it, which sends back what it resolved (each source's destinations, lookup key
+        codes and anchor terms), while this one resolves the first; done here when the child
+        fails. Only where nothing else runs (a build apart): the child runs no thread."""
+        half = len(sources) // 2
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(r)
+                parent = os.getppid()
+                self._resolve_sources(notes, sources[half:], lambda: os.getppid() != parent)
+                with open(w, "wb") as f:
+                    f.write(msgspec.msgpack.encode([(src, self._out[src], self._src_deps[src], self._src_anchor.get(src, ()))
+                                           for _, src in sources[half:] if src in self._out]))
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        data, status = b"", -1
+        try:
+            self._resolve_sources(notes, sources[:half], stop)
+            with open(r, "rb") as f:
+                data = f.read()
+        finally:
+            if not data:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            status = os.waitpid(pid, 0)[1]
+        if status != 0:
+            self._resolve_sources(notes, sources[half:], stop)
+            return
+        for src, dests, deps, pairs in _parts_decoder.decode(data):
+            self._out[src] = dests
+            self._n_links += len(dests)
+            self._n_broken += sum(1 for d in dests if d.broken)
+            self._src_deps[src] = memoryview(deps).cast("I")
+            if pairs:
+                self._src_anchor[src] = tuple(pairs)
 
     def snapshot(self) -> Snapshot:
         """The graph as it is now, to save (graph_file.py): shallow copies of the tables the
@@ -447,57 +509,63 @@ class Graph:
             for src in removed:
                 self._drop(src)
             redo -= removed
-            # Links alike resolve alike within a folder: one cache per folder, sources taken
-            # folder by folder, so a full build never holds every link's resolution at once
-            # (nor, in dep_cache, every link's text: freed at the end, those strings left
-            # ~20 MB of half-empty allocator arenas behind at seed scale).
-            cache: dict[tuple, Dest] = {}
-            dep_cache: dict[tuple, tuple[str, ...]] = {}
-            label_terms: dict[str, tuple[str, ...]] = {}  # a label's anchor terms: labels repeat
-            back = self._back if self._reverse else None
-            deps_of = _dep_keys if self._reverse else _dep_codes  # a snapshot's are saved as codes
-            cache_folder = None
-            for n, (folder, src) in enumerate(sorted((posixpath.dirname(p), p) for p in redo)):
-                if stop is not None and n % 256 == 0 and stop():
-                    raise InterruptedError("link graph build abandoned")
-                self._drop(src)
-                note = notes.get(src)
-                if note is None:
+            self._resolve_sources(notes, sorted((posixpath.dirname(p), p) for p in redo), stop)
+
+    def _resolve_sources(self, notes: dict[str, Note], sources: list[tuple[str, str]],
+                         stop: Callable[[], bool] | None = None) -> None:
+        """Resolve the links of `sources` ((folder, path), in that order) anew, against the
+        lookup tables as they are, under the caller's lock."""
+        # Links alike resolve alike within a folder: one cache per folder, sources taken
+        # folder by folder, so a full build never holds every link's resolution at once
+        # (nor, in dep_cache, every link's text: freed at the end, those strings left
+        # ~20 MB of half-empty allocator arenas behind at seed scale).
+        cache: dict[tuple, Dest] = {}
+        dep_cache: dict[tuple, tuple[str, ...]] = {}
+        label_terms: dict[str, tuple[str, ...]] = {}  # a label's anchor terms: labels repeat
+        back = self._back if self._reverse else None
+        deps_of = _dep_keys if self._reverse else _dep_codes  # a snapshot's are saved as codes
+        cache_folder = None
+        for n, (folder, src) in enumerate(sources):
+            if stop is not None and n % 256 == 0 and stop():
+                raise InterruptedError("link graph build abandoned")
+            self._drop(src)
+            note = notes.get(src)
+            if note is None:
+                continue
+            if folder != cache_folder:
+                cache.clear()
+                dep_cache.clear()
+                cache_folder = folder
+            dests, deps = [], set()
+            links = links_of(note)
+            for link in links:
+                kind = link.kind
+                if kind in NOT_NOTES:
+                    dests.append(NOWHERE)
                     continue
-                if folder != cache_folder:
-                    cache.clear()
-                    dep_cache.clear()
-                    cache_folder = folder
-                dests, deps = [], set()
-                links = links_of(note)
-                for link in links:
-                    kind = link.kind
-                    if kind in NOT_NOTES:
-                        dests.append(NOWHERE)
-                        continue
-                    ck = (kind, link.target, link.anchor, link.label, src if kind in WITHIN_SOURCE else folder)
-                    d = cache.get(ck)
-                    if d is None:
-                        d = cache[ck] = self._shared(self.resolve(note, link, folder))
-                    dk = (kind, link.target, link.label)  # what a unit's deps read
-                    if (ds := dep_cache.get(dk)) is None:
-                        ds = dep_cache[dk] = deps_of(link)
-                    dests.append(d)
-                    deps.update(ds)
-                    t = d.target
-                    if back is not None and t is not None and t != src:
-                        back[t].add(src)
-                self._out[src] = dests
-                self._n_links += len(dests)
-                self._n_broken += sum(1 for d in dests if d.broken)
-                if self._terms is not None:
-                    if len(label_terms) > LABEL_CACHE:
-                        label_terms.clear()
-                    self._add_anchor_text(src, links, dests, label_terms)
-                self._src_deps[src] = tuple(deps) if self._reverse else memoryview(array("I", sorted(deps)))
-            # Headings by every form a link names them in: kept for this batch only (a big
-            # vault's would hold every heading of every note several times over).
-            self._anchor_index.clear()
+                ck = (kind, link.target, link.anchor, link.label, src if kind in WITHIN_SOURCE else folder)
+                d = cache.get(ck)
+                if d is None:
+                    d = cache[ck] = self._shared(self.resolve(note, link, folder))
+                dk = (kind, link.target, link.label)  # what a unit's deps read
+                if (ds := dep_cache.get(dk)) is None:
+                    ds = dep_cache[dk] = deps_of(link)
+                dests.append(d)
+                deps.update(ds)
+                t = d.target
+                if back is not None and t is not None and t != src:
+                    back[t].add(src)
+            self._out[src] = dests
+            self._n_links += len(dests)
+            self._n_broken += sum(1 for d in dests if d.broken)
+            if self._terms is not None:
+                if len(label_terms) > LABEL_CACHE and self._reverse:  # a build apart ends with its process
+                    label_terms.clear()
+                self._add_anchor_text(src, links, dests, label_terms)
+            self._src_deps[src] = tuple(deps) if self._reverse else memoryview(array("I", sorted(deps)))
+        # Headings by every form a link names them in: kept for this batch only (a big
+        # vault's would hold every heading of every note several times over).
+        self._anchor_index.clear()
 
     def _add_anchor_text(self, src: str, links: list[Link], dests: list[Dest],
                          label_terms: dict[str, tuple[str, ...]]) -> None:
