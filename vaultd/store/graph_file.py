@@ -31,7 +31,8 @@ import zlib
 from array import array
 from collections.abc import Callable
 from collections import Counter
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
+from operator import add, mul
 from pathlib import Path
 
 import msgspec
@@ -322,8 +323,10 @@ def _graph_columns(snap: Snapshot) -> _Graph:
     tables = _lookup_tables(notes, pos)
     word_list = list(words)
     anchor_text: dict[str, array] = {}
-    for (w, t), count in sorted(Counter(zip(named_words, named_targets)).items()):  # the labels naming it so
-        anchor_text.setdefault(word_list[w], array("i")).extend((t, count))
+    stride = rows + 1  # word * stride + target: one int a pair, counted and sorted in C
+    for code, count in sorted(Counter(map(add, map(mul, named_words, repeat(stride)), named_targets)).items()):
+        w, t = divmod(code, stride)
+        anchor_text.setdefault(word_list[w], array("i")).extend((t, count))  # the labels naming it so
     del named_words, named_targets
     return _Graph(_column(outs), _column(deps), _column(anchors), _by_target(back_to, back_from, rows),
                   {t: a.tobytes() for t, a in anchor_text.items()}, dests, word_list, tables, (n_links, n_broken))
