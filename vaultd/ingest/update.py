@@ -23,7 +23,7 @@ from ..note import Note, compact
 from ..query.analysis import terms
 from ..store import graph_file
 from ..store.graph import Graph
-from ..store.index import path_key
+from ..store.index import parse_date, path_key
 from .filters import NoteFilter
 from .workers import parse_many, workers_for
 
@@ -367,6 +367,8 @@ class Ingest:
             elif rel not in files:
                 files[rel] = None
         upserts: list[Note] = []  # metadata only: bodies go straight to the index
+        first = not core.notes  # a first index: its table is read back from the index (see _first_table)
+        added = 0
         deletes: list[str] = []
         to_parse: list[tuple[str, int, int, int]] = []
         reported = {p for p in paths if not p.endswith("/")} if reread else set()
@@ -406,10 +408,15 @@ class Ingest:
                 for problem in note.problems:
                     logger.warning("%s: %s", rel, problem)
                 batch.add(note, doc, new=rel not in core.notes)
-                upserts.append(compact(note))
+                added += 1
+                if not first:
+                    upserts.append(compact(note))
             for rel in self._moved_away(upserts, set(deletes)):
                 deletes.append(rel)
                 batch.delete(rel)
+        if first and added:
+            del note, doc, parsed
+            upserts = self._first_table(files)
         if not upserts and not deletes:
             return 0, 0
         old_notes = core.notes
@@ -434,6 +441,19 @@ class Ingest:
             watcher(old_notes, upserts, gone)
         logger.info("commit %d: %d upserted, %d deleted", core.generation, len(upserts), len(deletes))
         return len(upserts), len(deletes)
+
+    def _first_table(self, order: Iterable[str]) -> list[Note]:
+        """The notes a first index committed, read back from the index (as a restart reads
+        them), in the order of `order` (the batch's paths), once what the parse made is freed.
+        Kept from the parse instead, its 100,000 notes lay among the parse's freed objects in
+        Python's arenas, and so did the table that replaced them (the saved graph's, see
+        _build_graph): arenas are given back only when empty, and that daemon kept ~45 MB of
+        them at 20,000 notes for as long as it ran. What parse_date remembers of the parse (a
+        date string of each note, kept as its key) goes too."""
+        parse_date.cache_clear()
+        release_freed_memory()
+        table = self.core.index.load_notes()
+        return [n for rel in order if (n := table.get(rel)) is not None]
 
     def _record(self, g: int, old: dict[str, Note], upserts: list[Note], gone: dict[str, Note]) -> None:
         core = self.core
