@@ -44,8 +44,8 @@ def index_once(vault: Path, code: Path) -> tuple[float, float, int, float]:
         t = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "vaultd", "index", "--vault", str(vault), "--state-dir",
                                str(state / "s"), "--config", str(cfg), "--log-level", "info"],
-                              env={**os.environ, "PYTHONPATH": str(code)}, check=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+                              env={**os.environ, "PYTHONPATH": str(code)}, cwd=code, check=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # -m puts the cwd first
         wall = time.monotonic() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -65,7 +65,7 @@ def raw_once(vault: Path) -> tuple[float, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.monotonic()
         subprocess.run([sys.executable, "-c", RAW_TANTIVY, str(vault), str(out)], check=True,
-                       env={**os.environ, "PYTHONPATH": str(HERE.parent)}, stdout=subprocess.DEVNULL)
+                       env={**os.environ, "PYTHONPATH": str(HERE.parent)}, cwd=HERE.parent, stdout=subprocess.DEVNULL)
         wall = time.monotonic() - t
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

@@ -385,10 +385,17 @@ class Graph:
         """_resolve_sources in two processes: the second half of `sources` in a child forked
         for it, which sends back what it resolved (each source's destinations, lookup key
         codes and anchor terms), while this one resolves the first; done here when the child
-        fails. Only where nothing else runs (a build apart): the child runs no thread."""
+        fails or cannot be forked. Only where nothing else runs (a build apart): the child
+        runs no thread."""
         half = len(sources) // 2
         r, w = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (memory, a limit): all of it here
+            os.close(r)
+            os.close(w)
+            self._resolve_sources(notes, sources, stop)
+            return
         if pid == 0:  # the child: never returns
             code = 1
             try:
@@ -396,22 +403,21 @@ class Graph:
                 parent = os.getppid()
                 self._resolve_sources(notes, sources[half:], lambda: os.getppid() != parent)
                 with open(w, "wb") as f:
-                    f.write(msgspec.msgpack.encode([(src, self._out[src], self._src_deps[src], self._src_anchor.get(src, ()))
-                                           for _, src in sources[half:] if src in self._out]))
+                    f.write(self._parts(sources[half:]))
                 code = 0
             finally:
                 os._exit(code)
         os.close(w)
-        data, status = b"", -1
-        try:
-            self._resolve_sources(notes, sources[:half], stop)
-            with open(r, "rb") as f:
+        data = b""
+        with open(r, "rb") as f:
+            try:
+                self._resolve_sources(notes, sources[:half], stop)
                 data = f.read()
-        finally:
-            if not data:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            status = os.waitpid(pid, 0)[1]
+            finally:
+                if not data:  # stopped, or the child failed
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                status = os.waitpid(pid, 0)[1]
         if status != 0:
             self._resolve_sources(notes, sources[half:], stop)
             return
@@ -422,6 +428,11 @@ class Graph:
             self._src_deps[src] = memoryview(deps).cast("I")
             if pairs:
                 self._src_anchor[src] = tuple(pairs)
+
+    def _parts(self, sources: list[tuple[str, str]]) -> bytes:
+        """What _resolve_in_two's child sends back of `sources` (see _parts_decoder)."""
+        return msgspec.msgpack.encode([(src, self._out[src], self._src_deps[src], self._src_anchor.get(src, ()))
+                                       for _, src in sources if src in self._out])
 
     def snapshot(self) -> Snapshot:
         """The graph as it is now, to save (graph_file.py): shallow copies of the tables the
