@@ -215,9 +215,10 @@ class Ingest:
         (see _apart), which saves it; then the daemon maps what it saved, the note table
         too, as a restart does. Built here, the graph and the table it was built from kept
         a first run at 100,000 notes at 756-761 MB of its own memory for as long as it ran
-        (a restart: 328-345); so, 526 MB after a first index (the rest: what the first
-        index's parse left in its arenas), and as small as a restart when the index was
-        there (an upgrade's rules, a saved graph gone). Built here where that cannot be done
+        (a restart: 328-345); so, 526-636 MB after a first index, 338 once its note table
+        was read back from the index (see _first_table) and freed heap given back after the
+        graph's step (indexer.TRIM_AFTER_S) (a restart then: 276-279), and as small as a
+        restart when the index was there (an upgrade's rules, a saved graph gone). Built here where that cannot be done
         (no fork, the save or its load failed), then saved soon."""
         core = self.core
         t = time.perf_counter()
