@@ -526,12 +526,14 @@ class Ingest:
         new = [n for n in upserts if n.path not in core.notes]
         if not new:
             return []
-        by_id: dict[str, list[str]] = {}
-        by_hash: dict[str, list[str]] = {}
+        ids, hashes = {n.id for n in new if n.id}, {n.hash for n in new}
+        by_id: dict[str, list[str]] = {}  # of the notes sharing an identifier or bytes with a new one only:
+        by_hash: dict[str, list[str]] = {}  # tables of every note took 0.8 s a new note at 100,000 notes
         for p, n in core.notes.items():
-            if n.id:
+            if n.id and n.id in ids:
                 by_id.setdefault(n.id, []).append(p)
-            by_hash.setdefault(n.hash, []).append(p)
+            if n.hash in hashes:
+                by_hash.setdefault(n.hash, []).append(p)
         out = []
         for n in new:
             for old in by_id.get(n.id, []) + by_hash.get(n.hash, []) if n.id else by_hash.get(n.hash, []):
