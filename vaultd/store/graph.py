@@ -13,6 +13,7 @@ are not edges.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import heapq
 import math
@@ -180,11 +181,12 @@ class Column:
     `origin`: what the numbers refer to (graph_file's saved tables), so that a save writes
     the values still as saved as they are, without decoding them."""
 
-    __slots__ = ("at", "data", "ends", "empty", "gone", "n", "origin")
+    __slots__ = ("at", "data", "ends", "empty", "gone", "n", "origin", "_keys")
 
     def __init__(self, at: dict[str, int], data: memoryview, ends: memoryview, empty: bool,
                  gone: set[str] | None = None, n: int | None = None, origin: object = None) -> None:
         self.at, self.data, self.ends, self.empty, self.origin = at, data, ends, empty, origin
+        self._keys: list[str] | None = None  # record -> its key, made at the first `holding`
         self.gone: set[str] = gone if gone is not None else set()
         """Keys taken out (decoded, replaced or deleted)."""
         self.n = n if n is not None else (len(at) if empty else
@@ -225,7 +227,39 @@ class Column:
         return ((k, self.get(k)) for k in self)
 
     def copy(self) -> "Column":
-        return Column(self.at, self.data, self.ends, self.empty, set(self.gone), self.n, self.origin)
+        c = Column(self.at, self.data, self.ends, self.empty, set(self.gone), self.n, self.origin)
+        c._keys = self._keys
+        return c
+
+    def holding(self, numbers: set[int]) -> set[str]:
+        """The keys whose record holds one of `numbers` (of the records' own type): found by
+        searching the records' bytes for each number (C speed), not record by record, which
+        took a second for 100,000 records."""
+        blob, width, ends = self.data.tobytes(), self.data.itemsize, self.ends
+        places = []
+        for x in numbers:
+            try:
+                pattern = array(self.data.format, [x]).tobytes()
+            except OverflowError:  # no record can hold it
+                continue
+            i = blob.find(pattern)
+            while i >= 0:
+                if i % width == 0:  # a number's own bytes, not the end of one and the start of the next
+                    places.append(i // width)
+                i = blob.find(pattern, i + 1)
+        if not places:
+            return set()
+        if self._keys is None:
+            keys = [""] * (len(ends) - 1)
+            for k, i in self.at.items():
+                keys[i] = k
+            self._keys = keys
+        out = set()
+        for place in places:
+            k = self._keys[bisect.bisect_right(ends, place) - 1]
+            if k not in self.gone:
+                out.add(k)
+        return out
 
 
 def _copy(table: dict) -> dict:
@@ -486,9 +520,14 @@ class Graph:
         entries hold the keys' codes (see dep_codes), and are scanned as such."""
         deps = self._src_deps
         codes = {dep_code(k) for k in keys}
-        saved = deps.raw.items() if isinstance(deps, Lazy) else ()
-        return {src for src, ds in chain(dict.items(deps), saved)
-                if not (codes.isdisjoint(ds) if isinstance(ds, memoryview) else keys.isdisjoint(ds))}
+        out = {src for src, ds in dict.items(deps)
+               if not (codes.isdisjoint(ds) if isinstance(ds, memoryview) else keys.isdisjoint(ds))}
+        saved = deps.raw if isinstance(deps, Lazy) else None
+        if isinstance(saved, Column):
+            out |= saved.holding(codes)
+        elif saved:
+            out |= {src for src, ds in saved.items() if not codes.isdisjoint(ds)}
+        return out
 
     def update(self, notes: dict[str, Note], changed: Iterable[str], removed: Iterable[str],
                stop: Callable[[], bool] | None = None) -> None:
