@@ -198,6 +198,29 @@ def test_kiwi_runs_in_a_process_of_its_own_and_ends_when_idle(monkeypatch):
         a.stop()
 
 
+def test_the_analyser_is_this_installation_whatever_folder_it_starts_in(tmp_path, monkeypatch):
+    """A `vaultd/` package in the folder the daemon runs in (a clone, an older copy) is not
+    the one the analyser's process runs: `python -P -m`."""
+    from conftest import wait_for
+    from vaultd.query import korean
+
+    if korean.ANALYSER.missing:
+        pytest.skip("kiwipiepy is not installed (the korean extra)")
+    other = tmp_path / "vaultd" / "query"
+    other.mkdir(parents=True)
+    for init in (tmp_path / "vaultd" / "__init__.py", other / "__init__.py"):
+        init.write_text("")
+    (other / "korean.py").write_text("print('not vaultd\'s analyser', flush=True)\n")
+    monkeypatch.chdir(tmp_path)
+    a = korean.Analyser()
+    try:
+        a.start()
+        wait_for(lambda: a.ready or a.proc is None)
+        assert a.ready and ("미루", "VV") in {(f, t.split("-")[0]) for f, t, _ in a.tokenize("미룬다")}
+    finally:
+        a.stop()
+
+
 def test_a_hangul_query_while_kiwi_loads_is_answered_by_rule_and_not_kept(monkeypatch):
     """While the analyser loads, a word is stripped of its particle by rule (`가치관이` gives
     `가치관`), and that answer is not kept: once Kiwi answers, the word is its stem."""

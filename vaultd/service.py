@@ -34,7 +34,7 @@ def vaultd_command() -> list[str]:
     beside = Path(sys.executable).with_name("vaultd")
     if beside.is_file() and os.access(beside, os.X_OK):
         return [str(beside)]
-    return [sys.executable, "-m", "vaultd"]
+    return [sys.executable, "-P", "-m", "vaultd"]  # -P: this installation, not a vaultd/ in the folder it starts in
 
 
 def quote(arg: str) -> str:

@@ -97,7 +97,7 @@ class Analyser:
         if self.proc is not None and self.proc.poll() is None:
             return
         try:
-            proc = subprocess.Popen([sys.executable, "-m", "vaultd.query.korean"], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "vaultd.query.korean"], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
         except OSError as e:
             logger.warning("the Korean analyser (Kiwi) could not start (%s): words are matched less their "
