@@ -88,6 +88,22 @@ def test_a_hangul_correction_is_the_nearest_then_most_used_word():
     assert vocab.correct_hangul("가나다") is None
 
 
+def test_a_vocabulary_built_in_the_background_gives_way_and_equals_one_built_at_once(monkeypatch):
+    """The warm-up builds the vocabulary giving way to searches between batches (`pause`):
+    the same words, Hangul ones too, as built in one go."""
+    from vaultd.query import ranking
+
+    monkeypatch.setattr(ranking, "VOCABULARY_BATCH", 3)
+    titles = [f"옵저버 패턴 {i}" for i in range(10)] + ["Graph view", "templates", "전략 패턴"]
+    headings = [f"패턱 {i}" for i in range(7)]
+    pauses = []
+    at_once, giving_way = Vocabulary(titles, headings), Vocabulary(iter(titles), iter(headings), lambda: pauses.append(1))
+    assert len(pauses) >= 5, "it gave way between batches"
+    assert giving_way.count == at_once.count and giving_way._by_delete == at_once._by_delete
+    assert giving_way.hangul_words() == at_once.hangul_words() and len(pauses) >= 8
+    assert giving_way.correct_hangul("옵져버") == "옵저버" and giving_way.correct("graph veiw".split()[1]) == "view"
+
+
 @pytest.fixture(scope="module")
 def habits(tmp_path_factory, kiwi):
     """A note that puts things off (`미루는`, `미루기`), and one on the greatest common divisor

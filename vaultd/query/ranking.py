@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -306,6 +307,22 @@ searched as typed and as its correction too, when that is in ten times as many (
 _Builder.rare_typo)."""
 
 
+VOCABULARY_BATCH = 2000
+"""Titles (or words) a Vocabulary works through between two pauses (see Vocabulary)."""
+
+
+def _batches(items, n: int):
+    """`items` in lists of `n`."""
+    batch = []
+    for x in items:
+        batch.append(x)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 class Vocabulary:
     """The words of the vault's titles, aliases and tags, to correct a typo into: `grpah
     veiw` is searched as `graph view`, scored as typed right (title boost included) and
@@ -319,27 +336,52 @@ class Vocabulary:
     many syllables with a letter (jamo: see one_jamo_away) changed, added or dropped in one of them
     (`옵져버` for `옵저버`): its neighbours are made letter by letter and looked up."""
 
-    def __init__(self, texts, names=()):
-        text = "\n".join(texts)
-        words = _WORD.findall(CJK_RUN.sub(" ", text).lower())  # one pass: 100,000 titles in 0.2 s
-        self.count = {w: n for w, n in Counter(words).items() if len(w) >= 3 and not w.isdigit()}
-        for w, n in list(self.count.items()):  # and their stems: `templete` is one edit from `templat(es)`
+    def __init__(self, texts, names=(), pause: Callable[[], None] | None = None):
+        """`pause`, when given, is called between batches of the work (about a millisecond
+        each): the warm-up's build lets searches run meanwhile (one regex over 100,000
+        titles held the interpreter for 0.2 s)."""
+        self._pause = pause or (lambda: None)
+        counted: Counter[str] = Counter()
+        kept: list[str] = []
+        for batch in _batches(texts, VOCABULARY_BATCH):
+            text = "\n".join(batch)
+            kept.append(text)
+            counted.update(_WORD.findall(CJK_RUN.sub(" ", text).lower()))
+            self._pause()
+        self.count = {w: n for w, n in counted.items() if len(w) >= 3 and not w.isdigit()}
+        for i, (w, n) in enumerate(list(self.count.items())):  # and their stems: `templete` is one edit from `templat(es)`
             if (st := stem(w)) != w and len(st) >= 3:
                 self.count[st] = self.count.get(st, 0) + n
+            if i % VOCABULARY_BATCH == 0:
+                self._pause()
         self._by_delete: dict[str, list[str]] = {}
-        for w in self.count:
+        for i, w in enumerate(self.count):
             for k in {w, *_deletes(w)}:
                 self._by_delete.setdefault(k, []).append(w)
-        self._hangul_text = (text, names)
+            if i % VOCABULARY_BATCH == 0:
+                self._pause()
+        self._hangul_text = (kept, names)  # the titles' text, in its batches
         self._hangul: Counter[str] | None = None
+        self._hangul_lock = threading.Lock()  # `names` is read once, by one thread
 
     def hangul_words(self) -> Counter[str]:
         """The Hangul words and how often each is used: counted on the first Hangul word to
         correct (a vault without Korean typos never pays for it; 0.05 s for 1 MB of headings)."""
+        with self._hangul_lock:
+            return self._hangul_words()
+
+    def _hangul_words(self) -> Counter[str]:
         if self._hangul is None:
-            text, names = self._hangul_text
+            kept, names = self._hangul_text
+            runs: Counter[str] = Counter()
+            for text in kept:
+                runs.update(_HANGUL_WORD.findall(text))
+                self._pause()
+            for batch in _batches(names, VOCABULARY_BATCH):
+                runs.update(_HANGUL_WORD.findall("\n".join(batch)))
+                self._pause()
             count: Counter[str] = Counter()
-            for run, n in Counter(_HANGUL_WORD.findall("\n".join((text, *names)))).items():
+            for run, n in runs.items():
                 for w in hangul_forms(run):
                     count[w] += n
             self._hangul, self._hangul_text = count, None

@@ -32,6 +32,15 @@ if TYPE_CHECKING:
     from .embedder import Embedder
 
 
+def _give_way() -> None:
+    """A pause of background work (the warm-up's, a vocabulary's rebuild) that lets a search
+    waiting for the interpreter run: a bare release of it is most often taken back at once."""
+    time.sleep(GIVE_WAY_S)
+
+
+GIVE_WAY_S = 0.0005
+
+
 _NO_WORDS = Vocabulary((), ())
 """The vocabulary while the first is being built: it corrects nothing."""
 
@@ -71,16 +80,17 @@ class Searcher:
             threading.Thread(target=self._rebuild_vocabulary, name="vocabulary", daemon=True).start()
         return vocab
 
-    def _build_vocabulary(self) -> None:
+    def _build_vocabulary(self, pause=None) -> None:
         notes = self.core.notes  # replaced, never changed in place
         vocab = Vocabulary((t for n in notes.values() for t in (n.title, first_h1(n) or "", *n.aliases, *n.tags)),
-                           (h.text for n in notes.values() for h in headings_of(n)))
+                           (h.text for n in notes.values() for h in headings_of(n)), pause)
         self._vocab = (notes, vocab, time.monotonic())
 
     def _rebuild_vocabulary(self) -> None:
-        """The vocabulary of the notes as they are now; the lock taken by `vocabulary`."""
+        """The vocabulary of the notes as they are now, in the background; the lock taken by
+        `vocabulary`."""
         try:
-            self._build_vocabulary()
+            self._build_vocabulary(_give_way)
         finally:
             self._vocab_lock.release()
 
@@ -89,13 +99,22 @@ class Searcher:
         they use it: the index's files read into the page cache (store.index.read_ahead),
         the notes' total size, the typo vocabulary, and the Korean analyser's process when
         the index holds Hangul words. The daemon runs it in the background once started;
-        searches are answered meanwhile."""
+        searches are answered meanwhile, and what is built in Python gives way to them
+        every millisecond or so (see _give_way)."""
         index = self.core.index
         index.read_ahead()
         self._text_bytes()
-        self.vocabulary()
-        if korean.holds_hangul(index.searcher()):
+        hangul = korean.holds_hangul(index.searcher())
+        if hangul:
             korean.ANALYSER.start()
+        if self._vocab_lock.acquire(blocking=False):  # (unless a search is building it)
+            try:
+                if self._vocab[1] is None:
+                    self._build_vocabulary(_give_way)
+            finally:
+                self._vocab_lock.release()
+        if hangul and (vocab := self._vocab[1]) is not None:
+            vocab.hangul_words()
 
     def _text_bytes(self) -> int:
         """The size of every note indexed, summed once per version of the table."""
