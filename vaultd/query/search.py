@@ -104,8 +104,7 @@ class Searcher:
         index = self.core.index
         index.read_ahead()
         self._text_bytes()
-        hangul = korean.holds_hangul(index.searcher())
-        if hangul:
+        if korean.holds_hangul(index.searcher()):
             korean.ANALYSER.start()
         if self._vocab_lock.acquire(blocking=False):  # (unless a search is building it)
             try:
@@ -113,8 +112,6 @@ class Searcher:
                     self._build_vocabulary(_give_way)
             finally:
                 self._vocab_lock.release()
-        if hangul and (vocab := self._vocab[1]) is not None:
-            vocab.hangul_words()
 
     def _text_bytes(self) -> int:
         """The size of every note indexed, summed once per version of the table."""
