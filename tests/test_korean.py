@@ -77,6 +77,23 @@ def test_a_search_waits_for_the_first_vocabulary_but_never_for_a_rebuild(pattern
         assert searcher.vocabulary() is built, "the vocabulary it has, at once"
 
 
+def test_one_jamo_away():
+    assert "옵저버" in one_jamo_away("옵져버")  # a medial changed
+    assert "패턴" in one_jamo_away("패턱")  # a final changed
+    assert "각" in one_jamo_away("가") and "가" in one_jamo_away("각")  # a final added, dropped
+    assert "까" in one_jamo_away("가")  # an initial changed
+    assert len(one_jamo_away("가a")) == 18 + 20 + 27 and "가" not in one_jamo_away("가")
+
+
+def test_a_hangul_correction_is_the_nearest_then_most_used_word():
+    vocab = Vocabulary(["옵저버 패턴"], ["패턱 둘", "패턱 셋"])
+    assert vocab.correct_hangul("옵져버") == "옵저버"
+    assert vocab.correct_hangul("옵져버를") == "옵저버"  # less its particle
+    assert vocab.correct_hangul("패턴") is None  # a word of the vocabulary is no typo
+    assert vocab.correct_hangul("패턷") == "패턱"  # used twice, 패턴 once
+    assert vocab.correct_hangul("가나다") is None
+
+
 def test_a_vocabulary_built_in_the_background_gives_way_and_equals_one_built_at_once(monkeypatch):
     """The warm-up builds the vocabulary giving way to searches between batches (`pause`):
     the same words, Hangul ones too, as built in one go."""
