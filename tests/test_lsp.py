@@ -548,8 +548,8 @@ def _status(d) -> dict:
         return {}
 
 
-NVIM_SCRIPT = r"""
-local out = {}
+NVIM_HARNESS = r"""
+local out = {messages = {}}
 local function finish()
   local f = io.open(os.getenv('VLSP_OUT'), 'w')
   f:write(vim.fn.json_encode(out))
@@ -557,53 +557,72 @@ local function finish()
   vim.cmd('qa!')
 end
 local ok, err = pcall(function()
+  vim.lsp.handlers['window/showMessage'] = function(_, result) table.insert(out.messages, result.message) end
   local id = vim.lsp.start_client({name = 'vaultd', cmd = vim.fn.json_decode(os.getenv('VLSP_CMD')),
                                    root_dir = os.getenv('VLSP_ROOT')})
   -- every note buffer entered is attached, as a user's autocommand does (README "Editors")
   vim.api.nvim_create_autocmd('BufEnter', {pattern = {'*.md', '*.org'},
                                            callback = function() vim.lsp.buf_attach_client(0, id) end})
-  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_FILE')))
+  for _, file in ipairs(vim.fn.json_decode(os.getenv('VLSP_FILES'))) do
+    vim.cmd('edit ' .. vim.fn.fnameescape(file))
+  end
   local start = vim.api.nvim_buf_get_name(0)
-  out.ready = vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function()
+  local wait = tonumber(os.getenv('VLSP_WAIT_MS'))
+  out.ready = vim.wait(wait, function()
     local c = vim.lsp.get_client_by_id(id)
     return c ~= nil and c.initialized
   end, 20)
-  -- go to definition of [[Deep work#규칙 정리]], the cursor inside the heading's name
   vim.api.nvim_win_set_cursor(0, {tonumber(os.getenv('VLSP_LINE')), tonumber(os.getenv('VLSP_COL'))})
-  vim.lsp.buf.definition()
-  vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function() return vim.api.nvim_buf_get_name(0) ~= start end, 20)
-  out.file = vim.api.nvim_buf_get_name(0)
-  out.cursor = vim.api.nvim_win_get_cursor(0)
-  out.line = vim.api.nvim_get_current_line()
-  -- references of the heading it landed on: the quickfix list
-  vim.lsp.buf.references({includeDeclaration = false})
-  vim.wait(tonumber(os.getenv('VLSP_WAIT_MS')), function() return #vim.fn.getqflist() > 0 end, 20)
-  out.refs = {}
-  for _, it in ipairs(vim.fn.getqflist()) do
-    table.insert(out.refs, {vim.api.nvim_buf_get_name(it.bufnr), it.lnum, it.col})
-  end
+--STEPS--
 end)
 if not ok then out.error = tostring(err) end
 finish()
 """
 
 
-@pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)")
-def test_neovim_jumps_to_a_heading_and_lists_its_references(edaemon, evault, tmp_path):
+def neovim(steps: str, root: Path, socket, files: list[Path], line: int, col: int, tmp_path: Path,
+           **env: str) -> dict:
+    """Run `steps` (Lua) in headless Neovim with its own LSP client on `vaultd lsp` of the
+    daemon at `socket`: `files` opened in turn (the last one current, `start` its name), the
+    cursor at `line` (1-based) and byte column `col`; the steps may read `wait` (ms) and
+    `os.getenv` of `env`'s VLSP_ keys, and fill `out`, returned (with `ready`, the
+    `messages` shown, and `error` when a step raised)."""
     import json
     import subprocess
 
     script, out = tmp_path / "lsp.lua", tmp_path / "out.json"
-    script.write_text(NVIM_SCRIPT)
+    script.write_text(NVIM_HARNESS.replace("--STEPS--", steps))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(root),
+           "VLSP_FILES": json.dumps([str(f) for f in files]), "VLSP_LINE": str(line), "VLSP_COL": str(col),
+           "VLSP_WAIT_MS": str(int(DEADLINE * 1000)),
+           "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(socket)]), **env}
+    subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
+                   cwd=root, timeout=4 * DEADLINE, check=True, capture_output=True)
+    return json.loads(out.read_text())
+
+
+NVIM_JUMP = r"""
+  -- go to definition of [[Deep work#규칙 정리]], the cursor inside the heading's name
+  vim.lsp.buf.definition()
+  vim.wait(wait, function() return vim.api.nvim_buf_get_name(0) ~= start end, 20)
+  out.file = vim.api.nvim_buf_get_name(0)
+  out.cursor = vim.api.nvim_win_get_cursor(0)
+  out.line = vim.api.nvim_get_current_line()
+  -- references of the heading it landed on: the quickfix list
+  vim.lsp.buf.references({includeDeclaration = false})
+  vim.wait(wait, function() return #vim.fn.getqflist() > 0 end, 20)
+  out.refs = {}
+  for _, it in ipairs(vim.fn.getqflist()) do
+    table.insert(out.refs, {vim.api.nvim_buf_get_name(it.bufnr), it.lnum, it.col})
+  end
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="neovim is not installed (apt-get install neovim)")
+def test_neovim_jumps_to_a_heading_and_lists_its_references(edaemon, evault, tmp_path):
     line8 = (evault / KOREAN).read_text().split("\n")[7]
     col = len(line8[: line8.index("규칙 정리") + 1].encode())  # nvim's cursor column is in bytes, 0-based
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(evault),
-           "VLSP_FILE": str(evault / KOREAN), "VLSP_LINE": "8", "VLSP_COL": str(col),
-           "VLSP_WAIT_MS": str(int(DEADLINE * 1000)),
-           "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(edaemon.socket)])}
-    subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
-                   cwd=evault, timeout=4 * DEADLINE, check=True, capture_output=True)
-    got = json.loads(out.read_text())
+    got = neovim(NVIM_JUMP, evault, edaemon.socket, [evault / KOREAN], 8, col, tmp_path)
     assert "error" not in got and got["ready"], got
     heading = line_of(evault, "notes/Deep work.md", "## 규칙 정리") + 1
     assert (got["file"], got["cursor"], got["line"]) == (str(evault / "notes/Deep work.md"), [heading, 0],

@@ -7,7 +7,6 @@ real daemon; every write checked on disk and undone byte for byte."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ from conftest import DEADLINE, wait_for
 from lsprotocol import types as t
 from pygls.exceptions import JsonRpcException
 from pygls.uris import from_fs_path, to_fs_path
-from test_lsp import Session, u16
+from test_lsp import Session, neovim, u16
 from test_lsp import lsp as run_lsp
 
 TARGET = "20240101T100000--target-note__proj.md"
@@ -497,27 +496,6 @@ def test_a_denote_keyword_that_disagrees_with_the_file_name_is_diagnosed_and_fix
 # -- Neovim ------------------------------------------------------------------------------
 
 NVIM_RENAME = r"""
-local out = {messages = {}}
-local function finish()
-  local f = io.open(os.getenv('VLSP_OUT'), 'w')
-  f:write(vim.fn.json_encode(out))
-  f:close()
-  vim.cmd('qa!')
-end
-local ok, err = pcall(function()
-  vim.lsp.handlers['window/showMessage'] = function(_, result) table.insert(out.messages, result.message) end
-  local id = vim.lsp.start_client({name = 'vaultd', cmd = vim.fn.json_decode(os.getenv('VLSP_CMD')),
-                                   root_dir = os.getenv('VLSP_ROOT')})
-  vim.api.nvim_create_autocmd('BufEnter', {pattern = {'*.md', '*.org'},
-                                           callback = function() vim.lsp.buf_attach_client(0, id) end})
-  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_OTHER')))
-  vim.cmd('edit ' .. vim.fn.fnameescape(os.getenv('VLSP_FILE')))
-  local wait = tonumber(os.getenv('VLSP_WAIT_MS'))
-  out.ready = vim.wait(wait, function()
-    local c = vim.lsp.get_client_by_id(id)
-    return c ~= nil and c.initialized
-  end, 20)
-  vim.api.nvim_win_set_cursor(0, {tonumber(os.getenv('VLSP_LINE')), tonumber(os.getenv('VLSP_COL'))})
   vim.lsp.buf.rename(os.getenv('VLSP_NEW'))
   out.done = vim.wait(wait, function()
     for _, m in ipairs(out.messages) do if m:find('vaultq undo') then return true end end
@@ -532,9 +510,6 @@ local ok, err = pcall(function()
       out.buffers[vim.api.nvim_buf_get_name(b)] = table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\n')
     end
   end
-end)
-if not ok then out.error = tostring(err) end
-finish()
 """
 
 
@@ -542,18 +517,11 @@ finish()
 def test_neovim_renames_a_note_from_a_link_and_vaultq_undo_restores_the_tree(make_daemon, rv, tmp_path):
     d = make_daemon(rv)
     before = tree(rv)
-    script, out = tmp_path / "rename.lua", tmp_path / "out.json"
-    script.write_text(NVIM_RENAME)
     line = B_ORG.split("\n")[3]
     col = len(line[: line.index("file:") + 2].encode())  # nvim's cursor column: bytes, 0-based
     expect = B_ORG.replace("target-note", "renamed-target").replace("[Target Note]]", "[Renamed Target]]")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "VLSP_OUT": str(out), "VLSP_ROOT": str(rv),
-           "VLSP_FILE": str(rv / "b.org"), "VLSP_OTHER": str(rv / "a.md"), "VLSP_LINE": "4", "VLSP_COL": str(col),
-           "VLSP_NEW": "Renamed Target", "VLSP_EXPECT": expect, "VLSP_WAIT_MS": str(int(DEADLINE * 1000)),
-           "VLSP_CMD": json.dumps([sys.executable, "-m", "vaultd", "lsp", "--socket", str(d.socket)])}
-    subprocess.run(["nvim", "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"], env=env,
-                   cwd=rv, timeout=4 * DEADLINE, check=True, capture_output=True)
-    got = json.loads(out.read_text())
+    got = neovim(NVIM_RENAME, rv, d.socket, [rv / "a.md", rv / "b.org"], 4, col, tmp_path,
+                 VLSP_NEW="Renamed Target", VLSP_EXPECT=expect)
     assert "error" not in got and got["ready"] and got["done"], got
     after = tree(rv)
     assert TARGET not in after and RENAMED in after
