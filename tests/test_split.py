@@ -304,7 +304,7 @@ def test_denote_parts_get_denote_names_and_links_follow(tmp_path):
         ids = [v.notes[p].id for p in res["parts"]]
         for p, ident in zip(res["parts"], ids):
             assert Path(p).name.startswith(ident + "--") and Path(p).name.endswith("__kw.org")
-            assert v.notes[p].tags == ["kw"]
+            assert v.notes[p].tags == ("kw",)  # the table holds tuples
         # the free seconds after the note's own identifier: dated as the text they hold, never
         # in the future, and the same on every machine that splits the same note
         assert ids == ["20250101T000002", *(f"20250101T00000{i}" for i in range(4, 3 + len(ids)))]

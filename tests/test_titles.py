@@ -70,7 +70,7 @@ def test_search_hits_show_the_title_not_a_section_heading(v):
 
 def test_toml_front_matter_is_read_and_not_searched_as_text(v):
     note = v.notes["denote/20251017T090000--toml-front-matter__hugo.md"]
-    assert note.tags == ["hugo"] and note.date.startswith("2025-10-17T09:00")
+    assert note.tags == ("hugo",) and note.date.startswith("2025-10-17T09:00")
     assert v.search("identifier")["hits"] == []  # a front matter key, not text
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import struct
+import sys
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 import msgspec
@@ -103,8 +106,17 @@ class StoredNote(Note, kw_only=True, omit_defaults=True):
     bytes, decoded by `headings_of` and `links_of` where needed (a hit's snippets, the
     graph). A seed-scale vault has 527,000 headings and 569,000 links: so kept, its whole
     table takes 108 MB (links as objects alone took 300 MB) and loads in a third of the
-    time it took with headings as objects. Encodes exactly like the Note it came from."""
+    time it took with headings as objects. Encodes exactly like the Note it came from.
 
+    Its lists are tuples, and its tags and title source interned (see `shared`): an empty
+    list is an object of its own in each note, four of them per note, and a tag was a
+    string of its own in each note that holds it (together 40 MB at 100,000 notes)."""
+
+    uuids: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    problems: tuple[str, ...] = ()
     headings: msgspec.Raw = _EMPTY
     links: msgspec.Raw = _EMPTY
 
@@ -119,6 +131,42 @@ _encoder = msgspec.msgpack.Encoder()
 def headings_of(note: Note) -> list[Heading]:
     hs = note.headings
     return _headings_decoder.decode(hs) if isinstance(hs, msgspec.Raw) else hs
+
+
+class _HeadingText(msgspec.Struct, array_like=True, gc=False):
+    """A Heading's level and text, the rest of it left undecoded."""
+
+    level: int
+    text: str
+
+
+_texts_decoder = msgspec.msgpack.Decoder(list[list[_HeadingText]])
+
+
+def heading_texts(notes: Iterable[Note], n: int) -> Iterator[str]:
+    """The headings' texts of `n` notes at a time, a line each, their stored bytes decoded
+    in one call and only as far as the text (every heading of 100,000 notes decoded whole,
+    one note at a time, took 2 s)."""
+    raws: list[bytes] = []
+    texts: list[str] = []
+    for note in notes:
+        hs = note.headings
+        if isinstance(hs, msgspec.Raw):
+            raws.append(hs)
+        else:
+            texts += [h.text for h in hs]
+        if len(raws) + len(texts) >= n:
+            yield _joined(raws, texts)
+            raws, texts = [], []
+    if raws or texts:
+        yield _joined(raws, texts)
+
+
+def _joined(raws: list[bytes], texts: list[str]) -> str:
+    if raws:  # one msgpack array of the notes' arrays
+        texts += [h.text for hs in _texts_decoder.decode(b"\xdd" + struct.pack(">I", len(raws)) + b"".join(raws))
+                  for h in hs]
+    return "\n".join(texts)
 
 
 _WORDS = re.compile(r"\w+")
@@ -178,13 +226,27 @@ def _raw(values: list) -> msgspec.Raw:
 
 
 def compact(note: Note) -> StoredNote:
-    """The table's form of `note`: no body; headings and links as bytes."""
+    """The table's form of `note`: no body; headings and links as bytes; lists as tuples."""
     if isinstance(note, StoredNote):
         # a decoded Raw holds on to the whole buffer it came from
         note.headings, note.links = note.headings.copy(), note.links.copy()
-        return note
+        return shared(note)
     fields = {f: getattr(note, f) for f in note.__struct_fields__ if f not in ("body", "headings", "links")}
-    return StoredNote(**fields, headings=_raw(note.headings), links=_raw(note.links))
+    for f in _TUPLES:
+        fields[f] = tuple(fields[f])
+    return shared(StoredNote(**fields, headings=_raw(note.headings), links=_raw(note.links)))
+
+
+_TUPLES = ("uuids", "tags", "aliases", "blocks", "problems")
+
+
+def shared(note: StoredNote) -> StoredNote:
+    """`note` with its tags and title source interned: a vault has few of either, and a
+    decoder makes a string of its own for each note that holds one."""
+    note.title_from = sys.intern(note.title_from)
+    if note.tags:
+        note.tags = tuple(map(sys.intern, note.tags))
+    return note
 
 
 class NoteHead(msgspec.Struct, kw_only=True):
