@@ -62,7 +62,7 @@ def test_a_search_waits_for_the_first_vocabulary_but_never_for_a_rebuild(pattern
     from conftest import wait_for
 
     searcher = patterns.searcher
-    searcher._vocab = ({}, None, 0.0)  # as at a start
+    searcher._vocab = (lambda: None, None, 0.0)  # as at a start (no table held)
     got = []
     asker = threading.Thread(target=lambda: got.append(searcher.vocabulary().correct_hangul("옵져버")))
     with searcher._vocab_lock:  # the first being built by another thread
@@ -72,7 +72,7 @@ def test_a_search_waits_for_the_first_vocabulary_but_never_for_a_rebuild(pattern
     wait_for(lambda: got)
     assert got == ["옵저버"]
     built = searcher._vocab[1]
-    searcher._vocab = ({}, built, 0.0)  # built of other notes, long ago: due for a rebuild
+    searcher._vocab = (lambda: None, built, 0.0)  # built of other notes, long ago: due for a rebuild
     with searcher._vocab_lock:  # a rebuild under way
         assert searcher.vocabulary() is built, "the vocabulary it has, at once"
 

@@ -375,3 +375,24 @@ def test_read_at_reads_lines_from_where_they_begin_and_refuses_a_changed_file(tm
     assert read_at(str(tmp_path), "n.md", [2], 1 << 20, size) is None  # not where a line begins
     assert read_at(str(tmp_path), "n.md", [size], 1 << 20, size) is None  # the end, after no LF
     assert read_at(str(tmp_path), "n.md", [at_long], 1 << 20, size + 1) is None  # another size: changed since
+
+
+def test_nothing_worked_out_of_a_note_table_keeps_it_alive_once_replaced(v):
+    """A first index lets its table go before the saved one is read into its place (see
+    ingest.update._graph_built_apart): what searches, status, the working set and the
+    mention lookup worked out of a table must not hold it (one that did left 100 MB of
+    Python's heap in holes at 100,000 notes)."""
+    import gc
+    import weakref
+
+    from vaultd.note import NoteTable
+
+    v.status(), v.search("deep work"), v.search("가치관이"), v.hot(), v.context("deep work", 500)
+    v.mentions("Deep work is what this line mentions")
+    v.searcher.vocabulary().hangul_words()
+    old = weakref.ref(v.core.notes)
+    v.core.graph = None  # (a graph is of the table it was built over: here, only what is worked out of one)
+    v.core.notes, v.core.by_key = NoteTable(v.core.notes), dict(v.core.by_key)
+    gc.collect()
+    assert old() is None, [type(r).__name__ for r in gc.get_referrers(old())]
+    assert v.status()["notes"] == len(v.core.notes) and paths(v, "deep work")[0] == "notes/Deep work.md"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import struct
 import sys
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
@@ -131,6 +132,40 @@ _encoder = msgspec.msgpack.Encoder()
 def headings_of(note: Note) -> list[Heading]:
     hs = note.headings
     return _headings_decoder.decode(hs) if isinstance(hs, msgspec.Raw) else hs
+
+
+class NoteTable(dict):
+    """The note table: path -> StoredNote, replaced at each commit and never changed in
+    place. It can be held weakly, so that what is worked out of it (PerTable) does not keep
+    it alive once replaced: a first index's table kept so while the saved one was read left
+    100 MB of Python's heap in holes for as long as the daemon ran (see
+    ingest.update._graph_built_apart)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class PerTable:
+    """A value worked out of a note table once, until the table is replaced: `cache(notes)`.
+    The table is held weakly (strongly only when it is a plain dict)."""
+
+    def __init__(self, make):
+        self._make = make
+        self._held: tuple = (None, None)  # (a reference to the table, its value): swapped whole
+
+    def __call__(self, notes: dict):
+        of, value = self._held
+        if of is None or of() is not notes:
+            value = self._make(notes)
+            self._held = (held(notes), value)
+        return value
+
+
+def held(notes: dict):
+    """A reference to `notes`: called, it gives the table, or None once the table is gone."""
+    try:
+        return weakref.ref(notes)
+    except TypeError:  # a plain dict (a test's, a library caller's)
+        return lambda: notes
 
 
 class _HeadingText(msgspec.Struct, array_like=True, gc=False):

@@ -19,6 +19,7 @@ from .config import Config
 from .errors import ConfigError
 from .ingest.update import Ingest, Stopped  # noqa: F401  (Stopped: for its callers)
 from .memory import keep_big_blocks_apart
+from .note import PerTable
 from .parse import conflicts
 from .query.grep import Grepper
 from .query.links import LinkGraph
@@ -92,8 +93,10 @@ class Vault:
         if not self.writer.may_write():  # the writer reads the journal as it takes the lock; the others here
             self.splits.read_journal()
             logger.warning("%s: %s", self.root, self.writer.not_writing_why(pid=True))
-        self._problem_count: tuple[dict, int] = ({}, 0)  # (the notes, those with problems)
-        self._conflicts: tuple[dict, dict[str, conflicts.ConflictCopy]] = ({}, {})  # (the notes, their copies)
+        self._conflicts = PerTable(conflicts.copies)  # the table's conflict copies
+        self._problem_count = PerTable(  # the table's notes with problems
+            lambda notes: (lambda copies: sum(1 for p, n in notes.items() if n.problems or p in copies))(
+                self._conflicts(notes)))
         self.started = time.time()
         if self.semantic is not None:
             self.semantic.start()
@@ -170,19 +173,12 @@ class Vault:
         conflict copies, files that could not be read): counted once per note table (walking
         100,000 notes took each `status` 10 ms, and a client polling it slowed the start-up's
         reconcile)."""
-        notes = self.core.notes
-        if self._problem_count[0] is not notes:
-            copies = self.conflict_copies()
-            self._problem_count = (notes, sum(1 for p, n in notes.items() if n.problems or p in copies))
-        return self._problem_count[1] + len(self.core.unreadable)
+        return self._problem_count(self.core.notes) + len(self.core.unreadable)
 
     def conflict_copies(self) -> dict[str, conflicts.ConflictCopy]:
         """The notes that are a sync tool's conflict copy of another (parse/conflicts.py), by
         path: read from their names once per note table."""
-        notes = self.core.notes
-        if self._conflicts[0] is not notes:
-            self._conflicts = (notes, conflicts.copies(notes))
-        return self._conflicts[1]
+        return self._conflicts(self.core.notes)
 
     def status(self) -> dict:
         core, graph = self.core, self.core.graph

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import VaultError
 from ..memory import release_freed_memory
-from ..note import Note, compact
+from ..note import Note, NoteTable, compact
 from ..query.analysis import terms
 from ..store import graph_file
 from ..store.graph import Graph
@@ -221,9 +221,11 @@ class Ingest:
         a first run at 100,000 notes at 756-761 MB of its own memory for as long as it ran
         (a restart: 328-345); so, 526-636 MB after a first index, 338 once its note table
         was read back from the index (see _first_table) and freed heap given back after the
-        graph's step (indexer.TRIM_AFTER_S) (a restart then: 276-279), and as small as a
-        restart when the index was there (an upgrade's rules, a saved graph gone). Built here where that cannot be done
-        (no fork, the save or its load failed), then saved soon."""
+        graph's step (indexer.TRIM_AFTER_S) (a restart then: 276-279); 248 (a restart 238)
+        once that table was let go before the saved one was read (see _graph_built_apart),
+        and as small as a restart when the index was there (an upgrade's rules, a saved graph
+        gone). Built here where that cannot be done (no fork, the save or its load failed),
+        then saved soon."""
         core = self.core
         t = time.perf_counter()
         try:
@@ -255,9 +257,18 @@ class Ingest:
             return None
         logger.info("link graph saved: %d notes, %.1f MB in %.2f s (built in a child process)", len(core.notes),
                     size / 2**20, time.perf_counter() - t)
+        # the table the child built from, let go before the saved one is read into its
+        # place: kept until then, its 100,000 notes freed among the saved table's objects
+        # left 100 MB of Python's heap in holes (348 MB own, a restart 238). Meanwhile (0.6
+        # s at 100,000 notes, before the first index is done) searches read their hits'
+        # notes from the index; a note asked by path is not there yet, as before the commit
+        core.notes, core.by_key = NoteTable(), {}
+        release_freed_memory()
         saved = graph_file.load(self.graph_path, stamp)
         g = saved.graph(terms) if saved is not None else None
         if g is None:
+            core.notes = core.index.load_notes()
+            core.by_key = {path_key(p): n for p, n in core.notes.items()}
             return None
         core.notes, core.by_key = saved.notes, saved.by_key()
         self._log = _paths_of(self._log, core.notes)
@@ -426,7 +437,7 @@ class Ingest:
         if not upserts and not deletes:
             return 0, 0
         old_notes = core.notes
-        notes = dict(old_notes)
+        notes = NoteTable(old_notes)
         gone = {rel: notes.pop(rel) for rel in deletes if rel in notes}
         by_key = dict(core.by_key)
         for rel in gone:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..note import Note, first_h1, heading_texts, headings_of
+from ..note import Note, PerTable, first_h1, heading_texts, held, headings_of
 from ..parse import decode
 from ..parse.conflicts import copies as conflict_copies
 from ..parse.markdown import split_front_matter
@@ -52,10 +52,10 @@ class Searcher:
         self.core = core
         self.semantic = semantic
         """Semantic recall's section vectors, when `[semantic]` is on (see query/embedder.py)."""
-        self._vocab: tuple[dict, Vocabulary | None, float] = ({}, None, 0.0)  # (of these notes, titles' words, when)
+        self._vocab: tuple = (lambda: None, None, 0.0)  # (of these notes (see note.held), titles' words, when)
         self._vocab_lock = threading.Lock()  # held while it is built
         self._hangul_vault = False  # the index held Hangul words at the warm-up: a background build counts them
-        self._sized: tuple[dict, int] = ({}, 0)  # (the notes, _text_bytes of them)
+        self._sized = PerTable(lambda notes: sum(n.size for n in notes.values()))  # see _text_bytes
 
     def vocabulary(self) -> Vocabulary:
         """The words of the notes' titles (a first H1 that stands for one included: see
@@ -72,7 +72,7 @@ class Searcher:
                 if self._vocab[1] is None:
                     self._build_vocabulary()
                 return self._vocab[1]
-        if built is not notes and time.monotonic() - at > 60 and self._vocab_lock.acquire(blocking=False):
+        if built() is not notes and time.monotonic() - at > 60 and self._vocab_lock.acquire(blocking=False):
             threading.Thread(target=self._rebuild_vocabulary, name="vocabulary", daemon=True).start()
         return vocab
 
@@ -85,7 +85,7 @@ class Searcher:
                            heading_texts(notes.values(), VOCABULARY_BATCH), pause)
         if pause is not None and self._hangul_vault:
             vocab.hangul_words()
-        self._vocab = (notes, vocab, time.monotonic())
+        self._vocab = (held(notes), vocab, time.monotonic())
 
     def _rebuild_vocabulary(self) -> None:
         """The vocabulary of the notes as they are now, in the background; the lock taken by
@@ -117,10 +117,7 @@ class Searcher:
 
     def _text_bytes(self) -> int:
         """The size of every note indexed, summed once per version of the table."""
-        notes = self.core.notes  # replaced, never changed in place
-        if self._sized[0] is not notes:
-            self._sized = (notes, sum(n.size for n in notes.values()))
-        return self._sized[1]
+        return self._sized(self.core.notes)  # a table is replaced, never changed in place
 
     def rank(self, q: str, limit: int, scope: str = "auto") -> tuple[int, list[tuple[float, Note]], QueryPlan, bool]:
         """The best `limit` notes for `q`: (total matches, [(score, note)], the plan, whether

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from ..config import Tiers
-from ..note import Note
+from ..note import Note, held
 from ..store.state import State, changed_ns
 
 
@@ -121,7 +121,7 @@ def hot(notes: dict[str, Note], state: State, cfg: Tiers, now: float | None = No
             for sc, p, why in ranked[: cfg.hot_max]]
 
 
-_by_change_of: tuple = ({}, None, [], frozenset())
+_by_change_of: tuple = (lambda: None, None, [], frozenset())
 
 MINUTE_NS = 60 * 10**9
 BULK = (10, 200)
@@ -146,7 +146,7 @@ def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | N
     never changed in place, at each commit)."""
     global _by_change_of
     of, key, groups, bulk = _by_change_of
-    if of is not notes or key != (hot_tags, agents):
+    if of() is not notes or key != (hot_tags, agents):
         bulk = bulk_minutes(notes)
         by: dict[int, list[tuple[int, str]]] = {}
         for p, n in notes.items():
@@ -155,5 +155,5 @@ def _by_change(notes: dict[str, Note], hot_tags: frozenset[str], agents: str | N
                 continue  # hot, if at all, only by its tags
             by.setdefault(k, []).append((-n.mtime_ns, p))
         groups = [(k, sorted(g)) for k, g in by.items()]
-        _by_change_of = (notes, (hot_tags, agents), groups, bulk)
+        _by_change_of = (held(notes), (hot_tags, agents), groups, bulk)  # held weakly (see note.NoteTable)
     return groups, bulk

@@ -38,7 +38,7 @@ from pathlib import Path
 import msgspec
 
 from .. import __version__
-from ..note import StoredNote, shared
+from ..note import NoteTable, StoredNote, shared
 from .graph import NOWHERE, Column, Dest, Graph, Lazy, Snapshot, dep_code, key
 from .index import path_key
 from .state import fsync_dir, temp_name
@@ -466,7 +466,7 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
             logger.warning("saved link graph %s %s: building it anew", path, why)
             return None
         saved = _body_decoder.decode(body)  # the headings and links: slices of the mapped file
-        notes = {n.path: shared(n) for n in saved.notes}
+        notes = NoteTable((n.path, shared(n)) for n in saved.notes)
         if len(notes) != len(saved.notes):
             raise ValueError("two records of one note")
         if len(saved.keys) != 8 * len(notes):

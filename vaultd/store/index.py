@@ -37,7 +37,7 @@ import msgspec
 import tantivy
 
 from ..errors import IndexLocked, VaultdError, VaultError
-from ..note import Note, NoteHead, StoredNote, compact, first_h1
+from ..note import Note, NoteHead, NoteTable, StoredNote, compact, first_h1
 
 logger = logging.getLogger("vaultd.index")
 
@@ -585,8 +585,8 @@ class NoteIndex:
             s = self.index.searcher()
             n = s.num_docs
             if not n:
-                return {}
-            out = {}
+                return NoteTable()
+            out = NoteTable()
             for _, addr in s.search(tantivy.Query.all_query(), limit=n, count=False).hits:
                 note = compact(_meta_decoder.decode(s.doc(addr).get_first("meta")))
                 out[note.path] = note

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import QueryError, StillIndexing
-from ..note import Note
+from ..note import Note, NoteTable
 from .graph import Graph
 from .index import NoteIndex
 from .state import StateStore, make_private
@@ -30,7 +30,7 @@ class VaultState:
         self.state_dir = Path(config.state_dir)
         make_private(self.state_dir)
         self.index = NoteIndex(self.state_dir / "index", config.index.heap_mb)
-        self.notes: dict[str, Note] = {}
+        self.notes: dict[str, Note] = NoteTable()
         """Every indexed note's metadata (no body). Replaced, never mutated, per batch; loaded
         at start by ingest (from the saved graph, else the index)."""
         self.by_key: dict[str, Note] = {}
