@@ -419,6 +419,9 @@ class Vocabulary:
 
 _HANGUL_WORD = re.compile("[가-힣][가-힣]+")
 """Two Hangul syllables or more: a word typo correction compares by its jamo."""
+HANGUL_UTF8 = rb"[\xea-\xed]"
+"""A byte that begins a Hangul syllable in UTF-8 (and a few other characters): headings
+stored without one hold no Hangul word, and are not decoded to look for them."""
 _SYLLABLES = 11172  # U+AC00..U+D7A3: (19 initials x 21 medials) x 28 finals (the first: none)
 
 

@@ -23,7 +23,7 @@ from ..paths import cut, open_note
 from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
 from . import korean, stopwords_ko
 from . import signals
-from .ranking import VOCABULARY_BATCH, QueryPlan, Vocabulary, bigrams, covered, plan
+from .ranking import HANGUL_UTF8, QueryPlan, Vocabulary, bigrams, covered, plan
 from .snippets import READ_FIRST, Matcher, best_lines, tagged_lines
 from .tiers import cold_test
 
@@ -82,7 +82,7 @@ class Searcher:
         (0.4 s at 100,000 notes, in the query)."""
         notes = self.core.notes  # replaced, never changed in place
         vocab = Vocabulary((t for n in notes.values() for t in (n.title, first_h1(n) or "", *n.aliases, *n.tags)),
-                           heading_texts(notes.values(), VOCABULARY_BATCH), pause)
+                           heading_texts(notes.values(), only=HANGUL_UTF8), pause)
         if pause is not None and self._hangul_vault:
             vocab.hangul_words()
         self._vocab = (held(notes), vocab, time.monotonic())
