@@ -336,11 +336,13 @@ class Vocabulary:
     many syllables with a letter (jamo: see one_jamo_away) changed, added or dropped in one of them
     (`옵져버` for `옵저버`): its neighbours are made letter by letter and looked up."""
 
-    def __init__(self, texts, names=(), pause: Callable[[], None] | None = None):
+    def __init__(self, texts, names=(), pause: Callable[[], None] | None = None,
+                 read: Callable[[], None] | None = None):
         """`texts`: the titles, aliases and tags, one string each; `names`: the headings'
         texts, as strings of many lines (note.heading_texts). `pause`, when given, is called
         between batches of the work (about a millisecond each): the warm-up's build lets
-        searches run meanwhile (one regex over 100,000 titles held the interpreter for 0.2 s)."""
+        searches run meanwhile (one regex over 100,000 titles held the interpreter for 0.2 s).
+        `read`, when given, is called once `names` has been read through."""
         self._pause = pause or (lambda: None)
         counted: Counter[str] = Counter()
         kept: list[str] = []
@@ -362,6 +364,7 @@ class Vocabulary:
             if i % VOCABULARY_BATCH == 0:
                 self._pause()
         self._hangul_text = (kept, names)  # the titles' text, in its batches
+        self._read = read or (lambda: None)
         self._hangul: Counter[str] | None = None
         self._hangul_lock = threading.Lock()  # `names` is read once, by one thread
 
@@ -381,6 +384,7 @@ class Vocabulary:
             for text in names:
                 runs.update(_HANGUL_WORD.findall(text))
                 self._pause()
+            self._read()
             count: Counter[str] = Counter()
             for run, n in runs.items():
                 for w in hangul_forms(run):

@@ -20,6 +20,7 @@ from ..parse import decode
 from ..parse.conflicts import copies as conflict_copies
 from ..parse.markdown import split_front_matter
 from ..paths import cut, open_note
+from ..store import graph_file
 from ..store.index import CJK_RUN, HELD_BITS, file_stem, note_epoch
 from . import korean, stopwords_ko
 from . import signals
@@ -82,7 +83,8 @@ class Searcher:
         (0.4 s at 100,000 notes, in the query)."""
         notes = self.core.notes  # replaced, never changed in place
         vocab = Vocabulary((t for n in notes.values() for t in (n.title, first_h1(n) or "", *n.aliases, *n.tags)),
-                           heading_texts(notes.values(), only=HANGUL_UTF8), pause)
+                           heading_texts(notes.values(), only=HANGUL_UTF8), pause,
+                           graph_file.release_pages)  # the headings read: their mapped pages given back
         if pause is not None and self._hangul_vault:
             vocab.hangul_words()
         self._vocab = (held(notes), vocab, time.monotonic())
