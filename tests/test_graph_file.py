@@ -400,9 +400,11 @@ def test_a_graph_built_is_saved_at_once_and_then_mapped_as_a_restart_maps_it(vau
     table = {p: enc(n) for p, n in v.notes.items()}
     want = _picture(Graph(v.notes, terms))
     assert not path.exists() and not _maps("self", path)
+    before = v.notes
     caplog.clear()
     v.build_graph()
     assert "built in a child process" in caplog.text and "loaded from graph.msgpack" in caplog.text
+    assert v.notes is before, "no second table read from the file: its notes' bytes are the file's now"
     assert path.exists() and v.ingest.graph_saved == v.generation, "saved as built, not at shutdown"
     assert _maps("self", path), "the table and graph in use are the file's"
     assert {p: enc(n) for p, n in v.notes.items()} == table
@@ -415,6 +417,26 @@ def test_a_graph_built_is_saved_at_once_and_then_mapped_as_a_restart_maps_it(vau
     v.reconcile()
     assert _picture(v.graph) == want
     v.close()
+
+
+def test_a_save_is_taken_over_only_the_table_it_was_saved_from(vault, tmp_path, caplog):
+    """graph_file.load_over: the notes of the table given, in its order, or nothing."""
+    from vaultd.note import NoteTable
+
+    state, want = _saved(vault, tmp_path)
+    v = Vault(_config(vault, state))
+    try:
+        stamp = graph_file.stamp_of(v.root, v.index, terms)
+        path = state / graph_file.FILE_NAME
+        shuffled = NoteTable(reversed(list(v.notes.items())))
+        assert graph_file.load_over(path, stamp, shuffled) is None and "not saved from these notes" in caplog.text
+        fewer = NoteTable(list(v.notes.items())[1:])
+        assert graph_file.load_over(path, stamp, fewer) is None
+        same = NoteTable(v.notes.items())
+        saved = graph_file.load_over(path, stamp, same)
+        assert saved is not None and saved.notes is same and _picture(saved.graph(terms)) == want
+    finally:
+        v.close()
 
 
 def test_a_graph_build_is_given_up_when_vaultd_stops(vault, tmp_path):

@@ -378,17 +378,17 @@ def test_read_at_reads_lines_from_where_they_begin_and_refuses_a_changed_file(tm
 
 
 def test_nothing_worked_out_of_a_note_table_keeps_it_alive_once_replaced(v):
-    """A first index lets its table go before the saved one is read into its place (see
-    ingest.update._graph_built_apart): what searches, status, the working set and the
-    mention lookup worked out of a table must not hold it (one that did left 100 MB of
-    Python's heap in holes at 100,000 notes)."""
+    """Each commit replaces the note table: what searches, status and the working set
+    worked out of one (sizes, problems, conflict copies, hot groups, the vocabulary) must not
+    keep it alive after that (a table kept so while another was read left 100 MB of
+    Python's heap in holes at 100,000 notes). The mention lookup, which tells the notes
+    changed since by identity, keeps the one it last answered from, and is not asked here."""
     import gc
     import weakref
 
     from vaultd.note import NoteTable
 
     v.status(), v.search("deep work"), v.search("가치관이"), v.hot(), v.context("deep work", 500)
-    v.mentions("Deep work is what this line mentions")
     v.searcher.vocabulary().hangul_words()
     old = weakref.ref(v.core.notes)
     v.core.graph = None  # (a graph is of the table it was built over: here, only what is worked out of one)

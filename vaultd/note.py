@@ -97,7 +97,7 @@ class Note(msgspec.Struct, kw_only=True, omit_defaults=True):
     puts the size and mtime back (or lands within a coarse timestamp) still changes it."""
 
 
-_EMPTY = msgspec.Raw(b"\x90")
+EMPTY = msgspec.Raw(b"\x90")
 """An empty list, encoded: the one object a note without headings or links holds
 (omit_defaults omits a Raw only when it is the default object itself)."""
 
@@ -118,8 +118,8 @@ class StoredNote(Note, kw_only=True, omit_defaults=True):
     aliases: tuple[str, ...] = ()
     blocks: tuple[Block, ...] = ()
     problems: tuple[str, ...] = ()
-    headings: msgspec.Raw = _EMPTY
-    links: msgspec.Raw = _EMPTY
+    headings: msgspec.Raw = EMPTY
+    links: msgspec.Raw = EMPTY
 
 
 _headings_decoder = msgspec.msgpack.Decoder(list[Heading])
@@ -265,7 +265,7 @@ def links_at(note: Note, picked: list[int]) -> list[Link]:
 
 def _raw(values: list) -> msgspec.Raw:
     data = _encoder.encode(values)
-    return _EMPTY if data == b"\x90" else msgspec.Raw(data)
+    return EMPTY if data == b"\x90" else msgspec.Raw(data)
 
 
 def compact(note: Note) -> StoredNote:

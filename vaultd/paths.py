@@ -205,7 +205,7 @@ def show_paths(obj, show, key: str | None = None):
     """`obj` (an answer) with the vault path under every PATH_KEYS key given by `show`."""
     if isinstance(obj, dict):
         return {k: show_paths(v, show, k) for k, v in obj.items()}
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):
         return [show_paths(v, show, key) for v in obj]
     if isinstance(obj, str) and key in PATH_KEYS:
         return show(obj)

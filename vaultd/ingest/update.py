@@ -221,8 +221,8 @@ class Ingest:
         a first run at 100,000 notes at 756-761 MB of its own memory for as long as it ran
         (a restart: 328-345); so, 526-636 MB after a first index, 338 once its note table
         was read back from the index (see _first_table) and freed heap given back after the
-        graph's step (indexer.TRIM_AFTER_S) (a restart then: 276-279); 248 (a restart 238)
-        once that table was let go before the saved one was read (see _graph_built_apart),
+        graph's step (indexer.TRIM_AFTER_S) (a restart then: 276-279); about a restart's
+        once no second table was read from the save (graph_file.load_over),
         and as small as a restart when the index was there (an upgrade's rules, a saved graph
         gone). Built here where that cannot be done (no fork, the save or its load failed),
         then saved soon."""
@@ -257,21 +257,10 @@ class Ingest:
             return None
         logger.info("link graph saved: %d notes, %.1f MB in %.2f s (built in a child process)", len(core.notes),
                     size / 2**20, time.perf_counter() - t)
-        # the table the child built from, let go before the saved one is read into its
-        # place: kept until then, its 100,000 notes freed among the saved table's objects
-        # left 100 MB of Python's heap in holes (348 MB own, a restart 238). Meanwhile (0.6
-        # s at 100,000 notes, before the first index is done) searches read their hits'
-        # notes from the index; a note asked by path is not there yet, as before the commit
-        core.notes, core.by_key = NoteTable(), {}
-        release_freed_memory()
-        saved = graph_file.load(self.graph_path, stamp)
-        g = saved.graph(terms) if saved is not None else None
+        saved = graph_file.load_over(self.graph_path, stamp, core.notes)  # the table as it is, its
+        g = saved.graph(terms) if saved is not None else None                # bytes the file's
         if g is None:
-            core.notes = core.index.load_notes()
-            core.by_key = {path_key(p): n for p, n in core.notes.items()}
             return None
-        core.notes, core.by_key = saved.notes, saved.by_key()
-        self._log = _paths_of(self._log, core.notes)
         self.graph_saved = core.generation
         return g
 
@@ -572,15 +561,6 @@ class Ingest:
             return False
         return st
 
-
-
-def _paths_of(log: list[tuple[int, str, str, str | None]], notes: dict[str, Note]) -> list:
-    """`log` with each path that names a note of `notes` as that table's own string. The
-    first index's change log held the path of every note as parsed, one string per note left
-    among the objects of the table it replaced: 100,000 of them kept most of that table's
-    memory from being given back (arenas are freed only when empty)."""
-    own = {p: p for p in notes}
-    return [(g, kind, own.get(p, p), own.get(o, o) if o else o) for g, kind, p, o in log]
 
 
 def _same_stat(note: Note, st: os.stat_result) -> bool:

@@ -154,7 +154,7 @@ def _link_json(r: Resolved) -> dict:
     d = {"line": ln.line, "at": ln.at, "col": ln.col, "raw": ln.raw, "kind": ln.kind, "target": ln.target, "anchor": ln.anchor,
          "resolved": r.target, "resolved_line": r.line, "broken": r.broken}
     if r.candidates:
-        d["candidates"] = r.candidates
+        d["candidates"] = list(r.candidates)
     return d
 
 

@@ -23,7 +23,7 @@ from itertools import chain, compress, filterfalse
 from operator import is_not
 from typing import TYPE_CHECKING
 
-from ..note import Note, held
+from ..note import Note
 from ..parse.syntaxes import key
 from .stopwords_ko import PARTICLES
 
@@ -64,18 +64,16 @@ class Titles:
     def __init__(self, core: VaultState):
         self.core = core
         self._lock = threading.Lock()
-        self._notes = lambda: None  # the note table the names were taken from (held weakly: see note.held)
+        self._notes: dict[str, Note] | None = None  # the note table the names were taken from
         self._by_key: dict[str, dict[str, str | None]] = {}  # name key -> path -> alias (None: the title)
 
     def _update(self, notes: dict[str, Note]) -> dict[str, dict[str, str | None]]:
         """The names brought to the note table `notes` (the lock held): those of the notes
         gone or changed since the table they were taken from dropped, the changed ones' added
-        (the first time, or when that table is gone, every note's)."""
-        old, self._notes = self._notes(), held(notes)
+        (the first time, every note's)."""
+        old, self._notes = self._notes or {}, notes
         if notes is old:
             return self._by_key
-        if old is None:
-            old, self._by_key = {}, {}
         changed = list(compress(notes, map(is_not, notes.values(), map(old.get, notes))))  # in C: no loop here
         for p in chain(filterfalse(notes.__contains__, old), changed):
             if p in old:

@@ -177,14 +177,14 @@ class WorkingSet:
     def _give_hot(self, pack: _Pack, q: str, show: Callable[[str], str]) -> None:
         """The HOT notes' first lines into `pack`, the working set first, within a quarter of
         the budget (all of it for a `q` with no words)."""
-        core = self.core
+        core, notes = self.core, self.core.notes  # one table throughout (a commit may replace it)
         budget, unit = pack.budget, pack.unit
-        hot_items = hot(core.notes, core.state.state, core.config.tiers, capture=core.config.capture.folder)
+        hot_items = hot(notes, core.state.state, core.config.tiers, capture=core.config.capture.folder)
         hot_budget = budget // 4 if q.strip() else budget
         for h in hot_items:  # the working set first, within a quarter of the budget
             if pack.used >= hot_budget:
                 break  # no more room: not read
-            note = core.notes[h["path"]]
+            note = notes[h["path"]]
             make = _maker(show, note, [""], [False], "hot", ", ".join(h["why"]))
             if pack.used + ctx.cost(ctx.render(make(1, 1)), unit) > min(hot_budget, budget):
                 continue  # not even its header fits (a line only adds to it): not read
@@ -294,7 +294,8 @@ class WorkingSet:
         return {"path": path, "pinned": on, "changed": changed}
 
     def pins(self) -> dict:
-        return {"pins": [{"path": p, "title": self.core.notes[p].title if p in self.core.notes else None}
+        notes = self.core.notes
+        return {"pins": [{"path": p, "title": notes[p].title if p in notes else None}
                          for p in self.core.state.state.pins]}
 
     def hot(self) -> dict:

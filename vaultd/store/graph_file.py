@@ -32,13 +32,13 @@ from array import array
 from collections.abc import Callable
 from collections import Counter
 from itertools import accumulate, chain, repeat
-from operator import add, mul
+from operator import add, mul, ne
 from pathlib import Path
 
 import msgspec
 
 from .. import __version__
-from ..note import NoteTable, StoredNote, shared
+from ..note import EMPTY, NoteTable, StoredNote, shared
 from .graph import NOWHERE, Column, Dest, Graph, Lazy, Snapshot, dep_code, key
 from .index import path_key
 from .state import fsync_dir, temp_name
@@ -140,6 +140,20 @@ class _Graph(msgspec.Struct, array_like=True):
     """(links, broken links)."""
 
 
+class _Parts(msgspec.Struct):
+    """Of a saved note, what load_over takes: its path, and its headings' and links' bytes."""
+
+    path: str
+    headings: msgspec.Raw = EMPTY
+    links: msgspec.Raw = EMPTY
+
+
+class _BodyParts(msgspec.Struct, array_like=True):
+    notes: list[_Parts]
+    keys: bytes
+    graph: msgspec.Raw
+
+
 class _Body(msgspec.Struct, array_like=True):
     notes: list[StoredNote]
     keys: bytes
@@ -150,6 +164,7 @@ class _Body(msgspec.Struct, array_like=True):
 
 
 _body_decoder = msgspec.msgpack.Decoder(_Body)
+_parts_decoder = msgspec.msgpack.Decoder(_BodyParts)
 _graph_decoder = msgspec.msgpack.Decoder(_Graph)
 _trailer_decoder = msgspec.msgpack.Decoder(_Trailer)
 
@@ -444,6 +459,21 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
     """The graph saved at `path` when its stamp is `stamp` and it reads whole (its note
     table decoded, its graph when asked), else None and a log line saying why (none when
     there is no file)."""
+    return _load(path, stamp, None)
+
+
+def load_over(path: Path, stamp: Stamp, notes: dict[str, StoredNote]) -> Saved | None:
+    """As `load`, over the note table `notes` the file was saved from (a child process's
+    save of this process's table, see ingest.update): its notes' headings and links made
+    slices of the mapped file in place, no second table decoded. Reading the saved table
+    and letting `notes` go after it left 100 MB of holes in Python's heap at 100,000 notes
+    (its arenas are given back only when empty); letting it go first left the table empty
+    for a moment, which every reader of it would have had to allow for. None, and a log
+    line, when the file is not of those notes (their paths, in their order)."""
+    return _load(path, stamp, notes)
+
+
+def _load(path: Path, stamp: Stamp, over: dict[str, StoredNote] | None) -> Saved | None:
     t = time.perf_counter()
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):  # a save cut short (killed at shutdown): never used
         tmp.unlink(missing_ok=True)
@@ -465,10 +495,17 @@ def load(path: Path, stamp: Stamp) -> Saved | None:
         if why:
             logger.warning("saved link graph %s %s: building it anew", path, why)
             return None
-        saved = _body_decoder.decode(body)  # the headings and links: slices of the mapped file
-        notes = NoteTable((n.path, shared(n)) for n in saved.notes)
-        if len(notes) != len(saved.notes):
-            raise ValueError("two records of one note")
+        if over is None:
+            saved = _body_decoder.decode(body)  # the headings and links: slices of the mapped file
+            notes = NoteTable((n.path, shared(n)) for n in saved.notes)
+            if len(notes) != len(saved.notes):
+                raise ValueError("two records of one note")
+        else:
+            saved, notes = _parts_decoder.decode(body), over
+            if len(saved.notes) != len(notes) or any(map(ne, notes, (r.path for r in saved.notes))):
+                raise ValueError("not saved from these notes")
+            for note, r in zip(notes.values(), saved.notes):  # the same bytes, now the file's
+                note.headings, note.links = r.headings, r.links
         if len(saved.keys) != 8 * len(notes):
             raise ValueError(f"{len(saved.keys) // 8} keys for {len(notes)} notes")
     except Exception as e:  # whatever a damaged file may raise: never the daemon's end
