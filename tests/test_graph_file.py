@@ -490,6 +490,9 @@ def test_a_first_run_saves_the_graph_it_built_and_a_restart_loads_it(make_daemon
     assert _maps(d.proc.pid, path), "the daemon keeps what it saved, mapped, as a restart does"
     paths = [h["path"] for h in d.request("list")["notes"]]
     built = _answers(d, paths)
+    links = d.request("links", note="hub.md", paths="absolute")["links"]  # the graph as read from the file
+    candidates = [c for link in links for c in link.get("candidates") or ()]
+    assert candidates and all(os.path.isabs(c) for c in candidates), "shown as asked, as every other path"
     d.stop(signal.SIGKILL)  # no save at shutdown: what loads next is what was saved as built
     d = make_daemon(extra=["--log-level", "info"])
     wait_for(lambda: d.status()["graph"] == "ready")
