@@ -241,8 +241,9 @@ class Ingest:
 
     def _graph_built_apart(self) -> Graph | None:
         """The link graph built and saved by a child process (see _graph_saved), then loaded
-        from the file: its notes become the note table (as they are: of this very commit).
-        None, and a log line, where there is no fork or it could not be saved or loaded."""
+        from the file over the note table it was saved from: the table stays, its notes'
+        headings and links now the file's mapped bytes (graph_file.load_over). None, and a
+        log line, where there is no fork or it could not be saved or loaded."""
         core = self.core
         if not hasattr(os, "fork"):
             return None
