@@ -137,9 +137,8 @@ def headings_of(note: Note) -> list[Heading]:
 class NoteTable(dict):
     """The note table: path -> StoredNote, replaced at each commit and never changed in
     place. It can be held weakly, so that what is worked out of it (PerTable) does not keep
-    it alive once replaced: a first index's table kept so while the saved one was read left
-    100 MB of Python's heap in holes for as long as the daemon ran (see
-    ingest.update._graph_built_apart)."""
+    it alive once replaced: a big table freed after its successor was made leaves holes in
+    Python's heap (its arenas are given back only when empty)."""
 
     __slots__ = ("__weakref__",)
 
@@ -187,20 +186,20 @@ def heading_texts(notes: Iterable[Note], size: int = 1 << 15, only: bytes | None
     hold = re.compile(only).search if only else None
     raws: list[bytes] = []
     texts: list[str] = []
-    held = 0
+    taken = 0  # bytes of stored headings in this string so far
     for note in notes:
         hs = note.headings
         if isinstance(hs, msgspec.Raw):
             if hold is not None and not hold(hs):
                 continue
             raws.append(hs)
-            held += len(hs)
+            taken += len(hs)
         else:
             texts += [h.text for h in hs]
-            held += 64 * len(hs)
-        if held >= size:
+            taken += 64 * len(hs)
+        if taken >= size:
             yield _joined(raws, texts)
-            raws, texts, held = [], [], 0
+            raws, texts, taken = [], [], 0
     if raws or texts:
         yield _joined(raws, texts)
 

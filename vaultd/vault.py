@@ -94,9 +94,7 @@ class Vault:
             self.splits.read_journal()
             logger.warning("%s: %s", self.root, self.writer.not_writing_why(pid=True))
         self._conflicts = PerTable(conflicts.copies)  # the table's conflict copies
-        self._problem_count = PerTable(  # the table's notes with problems
-            lambda notes: (lambda copies: sum(1 for p, n in notes.items() if n.problems or p in copies))(
-                self._conflicts(notes)))
+        self._problem_count = PerTable(self._count_problems)  # the table's notes with problems
         self.started = time.time()
         if self.semantic is not None:
             self.semantic.start()
@@ -174,6 +172,10 @@ class Vault:
         100,000 notes took each `status` 10 ms, and a client polling it slowed the start-up's
         reconcile)."""
         return self._problem_count(self.core.notes) + len(self.core.unreadable)
+
+    def _count_problems(self, notes: dict) -> int:
+        copies = self._conflicts(notes)
+        return sum(1 for p, n in notes.items() if n.problems or p in copies)
 
     def conflict_copies(self) -> dict[str, conflicts.ConflictCopy]:
         """The notes that are a sync tool's conflict copy of another (parse/conflicts.py), by
